@@ -1,0 +1,1 @@
+"""ask-bridge core."""

@@ -1,0 +1,90 @@
+"""The question-set data model: the wire shapes of the ``ask_user`` tool.
+
+Field names are the tool's wire names (``multiSelect`` included) so a model's arguments and the
+JSON result round-trip without aliases. The limits live here, once; validation of untrusted tool
+arguments (with model-facing messages) is in :mod:`bridge.validation`, which builds these models
+only after every rule has passed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+MIN_QUESTIONS = 1
+MAX_QUESTIONS = 4
+MIN_OPTIONS = 2
+MAX_OPTIONS = 4
+MAX_HEADER = 12
+
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class Option(BaseModel):
+    """One choice of a question: a short ``label`` and a ``description`` of what it means."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: NonEmpty
+    description: NonEmpty
+
+
+class Question(BaseModel):
+    """One multiple-choice question.
+
+    ``header`` is a chip-sized label (at most 12 characters) shown above the question;
+    ``multiSelect`` lets the person pick several options.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    question: NonEmpty
+    header: Annotated[NonEmpty, StringConstraints(max_length=MAX_HEADER)]
+    options: Annotated[tuple[Option, ...], Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS)]
+    multiSelect: bool = False
+
+    @model_validator(mode="after")
+    def _labels_unique(self) -> Question:
+        labels = [o.label for o in self.options]
+        if len(set(labels)) != len(labels):
+            raise ValueError("no two options of a question may have the same label")
+        return self
+
+    def option_labels(self) -> list[str]:
+        return [o.label for o in self.options]
+
+
+class QuestionSet(BaseModel):
+    """The tool's arguments: 1 to 4 questions with distinct texts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    questions: Annotated[
+        tuple[Question, ...], Field(min_length=MIN_QUESTIONS, max_length=MAX_QUESTIONS)
+    ]
+
+    @model_validator(mode="after")
+    def _questions_unique(self) -> QuestionSet:
+        texts = [q.question for q in self.questions]
+        if len(set(texts)) != len(texts):
+            raise ValueError("no two questions may have the same text")
+        return self
+
+    def wire(self) -> list[dict[str, object]]:
+        """The questions as JSON-ready dicts, ``multiSelect`` always present."""
+        return [q.model_dump(mode="json") for q in self.questions]
+
+
+class Answer(BaseModel):
+    """The person's answer to one question.
+
+    ``selected`` holds chosen option labels in option order; ``other_text`` is what they typed
+    instead of (or, for multiSelect, as well as) choosing, or ``None``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    selected: tuple[str, ...] = ()
+    other_text: str | None = None

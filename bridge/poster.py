@@ -1,0 +1,24 @@
+"""The interface a chat platform implements to show asks to people.
+
+The engine calls :meth:`Poster.post` once per ask and :meth:`Poster.update` whenever the ask ends
+(answered, expired, cancelled) so the message shows the outcome and no live controls. Clicks come
+back the other way: the platform's interaction handler calls the store directly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from bridge.ask import AskRecord, MessageRef
+
+
+class Poster(ABC):
+    platform: str
+
+    @abstractmethod
+    async def post(self, record: AskRecord) -> MessageRef:
+        """Show the question set at ``record.destination``; return where it went."""
+
+    @abstractmethod
+    async def update(self, record: AskRecord) -> None:
+        """Re-render the posted message for the record's current (final) status."""

@@ -1,0 +1,135 @@
+"""The store contract: what every pending-ask store guarantees, whichever backend holds the state.
+
+Two implementations pass one contract test suite: ``MemoryStore`` (the embedded default, one
+process) and ``RedisStore`` (any number of processes against one Redis, Sentinel or Cluster).
+Every state change that must happen once -- the first complete answer, an expiry, a cancel -- is a
+single atomic step in the backend, so replicas can race freely.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
+from bridge.models import Answer
+
+
+class SubmitOutcome(StrEnum):
+    """How a submission was judged. Only ``ACCEPTED`` and ``REPEATED`` mean "your answer stands"."""
+
+    ACCEPTED = "accepted"  # this submission answered the ask
+    REPEATED = "repeated"  # the same person sent the same answer again: idempotent success
+    ALREADY_ANSWERED = "already_answered"  # someone answered first; see record.answered_by
+    CLOSED = "closed"  # the ask expired or was cancelled
+    NOT_ALLOWED = "not_allowed"  # the person is not among the ask's answerers; nothing changed
+    NOT_FOUND = "not_found"  # no such ask (never existed, or past its retention)
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    outcome: SubmitOutcome
+    record: AskRecord | None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in (SubmitOutcome.ACCEPTED, SubmitOutcome.REPEATED)
+
+
+class HistoryEvent(BaseModel):
+    """One line of an ask's audit trail."""
+
+    at: float
+    kind: str  # created, posted, deferred, draft, submitted, refused, answered, expired, ...
+    user_id: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """An answer handed out by the answers feed; ack it once the next turn has been started."""
+
+    delivery_id: str
+    record: AskRecord
+
+
+class Store(ABC):
+    """Durable pending-ask state shared by every process of a deployment."""
+
+    @abstractmethod
+    async def create(self, record: AskRecord) -> None:
+        """Persist a new pending ask (and its ``created`` event)."""
+
+    @abstractmethod
+    async def get(self, ask_id: str) -> AskRecord | None:
+        """The record, or ``None`` if unknown or past retention."""
+
+    @abstractmethod
+    async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
+        """Remember where the question set was posted (and log ``posted``)."""
+
+    @abstractmethod
+    async def defer(self, ask_id: str) -> AskRecord | None:
+        """Mark the ask deferred: its answer goes to the answers feed, not a waiting call.
+
+        Atomic with :meth:`submit`: if the ask was already answered, the answered record comes
+        back and the caller should use the answer instead of deferring.
+        """
+
+    @abstractmethod
+    async def save_draft(self, ask_id: str, user_id: str, draft: dict[str, Any]) -> None:
+        """Store one person's partial selections; never visible to anyone else."""
+
+    @abstractmethod
+    async def get_draft(self, ask_id: str, user_id: str) -> dict[str, Any] | None:
+        """That person's partial selections, if any."""
+
+    @abstractmethod
+    async def submit(
+        self, ask_id: str, who: Responder, answers: Sequence[Answer]
+    ) -> SubmitResult:
+        """Record a complete answer exactly once; see :class:`SubmitOutcome` for the verdicts."""
+
+    @abstractmethod
+    async def close(
+        self, ask_id: str, status: AskStatus, *, by: str | None = None
+    ) -> AskRecord | None:
+        """Move a *pending* ask to ``expired`` or ``cancelled``; ``None`` if it was not pending."""
+
+    @abstractmethod
+    async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:
+        """Block until the ask is no longer pending (pushed, not polled); ``None`` on timeout."""
+
+    @abstractmethod
+    async def record_event(
+        self, ask_id: str, kind: str, *, user_id: str | None = None, **detail: Any
+    ) -> None:
+        """Append to the audit trail."""
+
+    @abstractmethod
+    async def history(self, ask_id: str) -> list[HistoryEvent]:
+        """The audit trail, oldest first."""
+
+    @abstractmethod
+    async def list_pending(self) -> list[AskRecord]:
+        """Every pending ask."""
+
+    @abstractmethod
+    async def sweep(self, now: float | None = None) -> list[AskRecord]:
+        """Expire every pending ask past ``expires_at``; each is returned by exactly one sweeper."""
+
+    @abstractmethod
+    def feed(self, consumer: str) -> AsyncIterator[Delivery]:
+        """Answers of deferred asks, delivered at least once until acknowledged."""
+
+    @abstractmethod
+    async def ack(self, delivery: Delivery) -> None:
+        """Acknowledge a delivery so it is not handed out again."""
+
+    async def aclose(self) -> None:
+        """Release connections."""

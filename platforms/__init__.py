@@ -1,0 +1,1 @@
+"""Chat platforms for ask-bridge."""
