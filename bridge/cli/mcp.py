@@ -1,0 +1,115 @@
+"""``ask-bridge mcp``: run the MCP server exposing ``ask_user`` (stdio, or streamable HTTP).
+
+Questions go to the chat destination in ``ASK_BRIDGE_PLATFORM`` / ``ASK_BRIDGE_CHANNEL`` when set,
+else to the MCP client's own user by elicitation (see :mod:`bridge.mcp_server`). Configuration
+errors are reported on stderr before the server starts, never on stdout (the protocol's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "mcp",
+        help="run an MCP server exposing ask_user",
+        description=(
+            "Run an MCP server exposing ask_user. Questions go to the chat destination set by "
+            "ASK_BRIDGE_PLATFORM (slack or discord) and ASK_BRIDGE_CHANNEL; with none set they go "
+            "to the MCP client's user through elicitation."
+        ),
+    )
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio",
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long a call waits for a person before it returns the deferred result with the "
+        "ask id (chat destinations; default: the chat handler's, 10 minutes)",
+    )
+    parser.add_argument(
+        "--progress-interval",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="seconds between progress notifications while waiting (default: 10)",
+    )
+    parser.set_defaults(func=run)
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765 (got {text!r})")
+    return host, int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from bridge.mcp_server import (
+        DEFAULT_PROGRESS_INTERVAL,
+        bind,
+        chat_route_from_env,
+        create_server,
+        serve_http,
+        serve_stdio,
+    )
+    from bridge.platform import PlatformUnavailable
+
+    def fail(message: str) -> int:
+        print(f"ask-bridge mcp: {message}", file=sys.stderr)
+        return 2
+
+    if args.wait is not None and args.wait < 0:
+        return fail("--wait must be zero or more seconds")
+    interval = args.progress_interval or DEFAULT_PROGRESS_INTERVAL
+    if interval <= 0:
+        return fail("--progress-interval must be more than zero seconds")
+    try:
+        address = parse_address(args.http) if args.http else None
+        route = chat_route_from_env(args.wait)
+    except (ValueError, PlatformUnavailable) as exc:
+        return fail(str(exc))
+    server = create_server(route.handler if route else None, progress_interval=interval)
+    try:
+        sock = bind(*address) if address else None
+    except OSError as exc:
+        return fail(f"cannot listen on {args.http}: {exc}")
+
+    async def main() -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                if route is not None and route.serve_clicks:
+                    tg.start_soon(_serve_clicks, route)
+                if sock is not None:
+                    print(
+                        f"ask-bridge mcp: serving http://{args.http}/mcp",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    await serve_http(server, sock)
+                else:
+                    await serve_stdio(server)
+                tg.cancel_scope.cancel()
+        finally:
+            if route is not None:
+                await route.store.aclose()
+
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _serve_clicks(route: Any) -> None:
+    await route.platform.serve(route.store)

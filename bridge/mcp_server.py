@@ -1,0 +1,463 @@
+"""The MCP server: ``ask_user`` for any MCP client, answered in chat or by the client's own user.
+
+One tool, ``ask_user``, with the core tool's schema, description and annotations. A call the
+model must fix comes back as an error result (``isError``) carrying the core's message. Where the
+questions go:
+
+1. a bridge handler given to :func:`create_server` -- ``ask-bridge mcp`` builds a
+   :class:`~bridge.handler.ChatHandler` from ``ASK_BRIDGE_PLATFORM`` (slack or discord) and
+   ``ASK_BRIDGE_CHANNEL`` (see :func:`chat_route_from_env`);
+2. otherwise, if the client supports form elicitation, its own user, through one form for the
+   whole question set (a choice field per question, plus an optional free-text field). On
+   handshake-era connections this is an ``elicitation/create`` request; on 2026-07-28
+   connections, which forbid server-initiated requests, the same request rides an
+   ``InputRequiredResult`` and the client's retry carries the answer;
+3. otherwise the call fails with an error result saying how to configure a route. The terminal
+   is never used: in stdio mode it belongs to the protocol.
+
+While a person is being waited for, progress notifications go out every ``progress_interval``
+seconds (when the client sent a progress token), so clients that reset their request timeout on
+progress do not give up. The chat handler's ``wait`` bounds the wait; after it the call returns
+the deferred result, whose JSON includes ``ask_id`` so the host can match the answer that later
+arrives on the answers feed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS, is_version_at_least
+from pydantic import ValidationError
+
+from bridge.ask import Destination
+from bridge.errors import ToolRejected
+from bridge.models import Answer, Question
+from bridge.platform import Platform, PlatformUnavailable, load_platform
+from bridge.result import HANDLER_FAILED, ToolOutcome
+from bridge.store.base import Store
+from bridge.tool import AskUserTool, tool_ask_user, tools_interactive
+from bridge.validation import validate_questions
+
+PLATFORM_ENV = "ASK_BRIDGE_PLATFORM"
+CHANNEL_ENV = "ASK_BRIDGE_CHANNEL"
+SERVER_NAME = "ask-bridge"
+DEFAULT_PROGRESS_INTERVAL = 10.0
+"""Seconds between progress notifications while waiting for a person."""
+
+ELICIT_KEY = "ask_user"
+"""The key of the elicitation inside a 2026-07-28 ``InputRequiredResult``."""
+
+OTHER_SUFFIX = "_other"
+MULTI_SELECT_ELICITATION_SINCE = "2025-11-25"
+"""The first protocol revision whose elicitation forms have multi-select (array) fields."""
+
+NO_ROUTE_MESSAGE = (
+    "No way to reach a person from this MCP server: it has no chat destination configured and "
+    "this MCP client does not support elicitation. Tell the user that ask_user is unavailable "
+    "and ask your questions in your reply instead. (Server operator: set ASK_BRIDGE_PLATFORM "
+    "to slack or discord and ASK_BRIDGE_CHANNEL to a channel id, or use a client with "
+    "elicitation support.)"
+)
+DECLINED_MESSAGE = (
+    "the person declined to answer these questions. Do not assume any choice; continue without "
+    "their answers or ask in your reply instead"
+)
+
+Callback = Callable[..., Any]
+
+
+class _Declined(Exception):
+    """The client's user declined or dismissed the elicitation form."""
+
+
+def _text_result(
+    text: str, *, is_error: bool = False, structured: dict[str, Any] | None = None
+) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content=structured,
+        is_error=is_error,
+    )
+
+
+def _outcome_result(outcome: ToolOutcome) -> types.CallToolResult:
+    """The MCP result of an answered or deferred ask; a deferral carries its ask id."""
+    content = outcome.content
+    if outcome.deferred is None:
+        text = content if isinstance(content, str) else json.dumps(content)
+        return _text_result(text, structured=json.loads(text))
+    body: dict[str, Any] = dict(content) if isinstance(content, Mapping) else json.loads(content)
+    extra = outcome.deferred.extra or {}
+    if extra.get("ask_id") is not None:
+        body["ask_id"] = str(extra["ask_id"])
+    return _text_result(json.dumps(body), structured=body)
+
+
+# -- the elicitation form --------------------------------------------------------------------
+
+
+def _field(index: int) -> str:
+    return f"q{index + 1}"
+
+
+def elicitation_schema(questions: Sequence[Question], protocol_version: str) -> dict[str, Any]:
+    """One form for the whole question set: per question a choice field and an "other" field.
+
+    Single-select questions are a titled enum; multi-select ones an array of titled enums where
+    the protocol has them, else a text field for comma-separated labels. No field is required:
+    the person may answer in their own words only, or leave a question out.
+    """
+    multi_arrays = is_version_at_least(protocol_version, MULTI_SELECT_ELICITATION_SINCE)
+    properties: dict[str, Any] = {}
+    for i, q in enumerate(questions):
+        choices = [{"const": o.label, "title": f"{o.label} - {o.description}"} for o in q.options]
+        title = f"{q.header}: {q.question}"
+        if not q.multiSelect:
+            if multi_arrays:
+                properties[_field(i)] = {"type": "string", "title": title, "oneOf": choices}
+            else:
+                properties[_field(i)] = {
+                    "type": "string",
+                    "title": title,
+                    "enum": [o.label for o in q.options],
+                    "enumNames": [c["title"] for c in choices],
+                }
+        elif multi_arrays:
+            properties[_field(i)] = {
+                "type": "array",
+                "title": title,
+                "description": "Choose one or more.",
+                "items": {"anyOf": choices},
+            }
+        else:
+            labels = ", ".join(o.label for o in q.options)
+            properties[_field(i)] = {
+                "type": "string",
+                "title": title,
+                "description": f"One or more of: {labels} (separate with commas).",
+            }
+        properties[_field(i) + OTHER_SUFFIX] = {
+            "type": "string",
+            "title": f"{q.header}: other answer",
+            "description": "Your own answer, instead of or as well as the choices above.",
+        }
+    return {"type": "object", "properties": properties}
+
+
+def elicitation_message(questions: Sequence[Question]) -> str:
+    count = len(questions)
+    return (
+        "The assistant has a question for you."
+        if count == 1
+        else (f"The assistant has {count} questions for you.")
+    )
+
+
+def answers_from_form(
+    questions: Sequence[Question], content: Mapping[str, Any] | None
+) -> list[Answer]:
+    """The accepted form's content as answers: chosen labels in option order, typed text as
+    ``other_text`` (for a single-select question, typed text stands instead of a choice)."""
+    content = content or {}
+    answers: list[Answer] = []
+    for i, q in enumerate(questions):
+        raw = content.get(_field(i))
+        picked: list[str] = []
+        if isinstance(raw, str):
+            picked = [p.strip() for p in raw.split(",")] if q.multiSelect else [raw.strip()]
+        elif isinstance(raw, list):
+            picked = [str(p).strip() for p in raw]
+        labels = q.option_labels()
+        unknown = [p for p in picked if p and p not in labels]
+        other_parts = [*unknown]
+        typed = content.get(_field(i) + OTHER_SUFFIX)
+        if isinstance(typed, str) and typed.strip():
+            other_parts.append(typed.strip())
+        other = ", ".join(other_parts) or None
+        selected = tuple(label for label in labels if label in picked)
+        if not q.multiSelect and other is not None:
+            selected = ()
+        elif not q.multiSelect:
+            selected = selected[:1]
+        answers.append(Answer(question=q.question, selected=selected, other_text=other))
+    return answers
+
+
+def _answer_from_elicit(questions: Sequence[Question], result: types.ElicitResult) -> list[Answer]:
+    if result.action != "accept":
+        raise _Declined(DECLINED_MESSAGE)
+    return answers_from_form(questions, result.content)
+
+
+# -- the server --------------------------------------------------------------------------------
+
+
+def ask_user_definition(tool: AskUserTool) -> types.Tool:
+    """The MCP tool definition: the core tool's name, description, schema and annotations."""
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=dict(tool.parameters),
+        annotations=types.ToolAnnotations.model_validate(tool.annotations.as_dict()),
+    )
+
+
+def _client_context(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return {"via": "mcp", "mcp_client": info.name if info is not None else None}
+
+
+def _elicitation_supported(ctx: ServerRequestContext[Any, Any]) -> bool:
+    caps = ctx.session.client_capabilities
+    if caps is None or caps.elicitation is None:
+        return False
+    elicitation = caps.elicitation
+    # An empty elicitation capability means form mode (the pre-2025-11-25 reading).
+    return elicitation.form is not None or elicitation.url is None
+
+
+async def _with_progress(
+    ctx: ServerRequestContext[Any, Any], interval: float, work: Callable[[], Any]
+) -> Any:
+    """Run ``work`` while reporting progress every ``interval`` seconds (a no-op for the
+    client unless it sent a progress token)."""
+    started = time.monotonic()
+    result: Any = None
+
+    async def tick() -> None:
+        ticks = 0
+        while True:
+            await anyio.sleep(interval)
+            ticks += 1
+            waited = int(time.monotonic() - started)
+            await ctx.session.report_progress(
+                ticks, None, f"waiting for a person to answer ({waited}s)"
+            )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        result = await work()
+        tg.cancel_scope.cancel()
+    return result
+
+
+@dataclass
+class _AskUserService:
+    """The ``tools/call`` logic; kept apart from :class:`Server` wiring for readability."""
+
+    callback: Callback | None
+    context: Mapping[str, Any]
+    progress_interval: float
+
+    async def call(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.name != "ask_user":
+            return _text_result(
+                f"Unknown tool {params.name!r}; this server has ask_user.", is_error=True
+            )
+        questions = (params.arguments or {}).get("questions")
+        try:
+            question_set = validate_questions(questions)
+        except ToolRejected as exc:
+            return _text_result(exc.message, is_error=True)
+        context = {**self.context, **_client_context(ctx)}
+        if self.callback is not None:
+            return await self._ask(ctx, tools_interactive(self.callback, context)[0], questions)
+        if not _elicitation_supported(ctx):
+            return _text_result(NO_ROUTE_MESSAGE, is_error=True)
+        wanted = question_set.questions
+        if ctx.session.can_send_request:
+            # Handshake era: ask with an elicitation/create request while the call waits.
+            async def elicit(_qs: Any, _context: Any) -> list[Answer]:
+                result = await ctx.session.elicit_form(
+                    elicitation_message(wanted),
+                    elicitation_schema(wanted, ctx.session.protocol_version),
+                    related_request_id=ctx.request_id,
+                )
+                return _answer_from_elicit(wanted, result)
+
+            tool = tools_interactive(elicit, context)[0]
+            return await self._ask(ctx, tool, questions)
+        if ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return _text_result(NO_ROUTE_MESSAGE, is_error=True)  # e.g. JSON-response HTTP
+        # 2026-07-28: the form rides an InputRequiredResult; the retry carries the answer.
+        response = (params.input_responses or {}).get(ELICIT_KEY)
+        if response is None:
+            request = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message=elicitation_message(wanted),
+                    requested_schema=elicitation_schema(wanted, ctx.protocol_version),
+                )
+            )
+            return types.InputRequiredResult(input_requests={ELICIT_KEY: request})
+        try:
+            elicited = types.ElicitResult.model_validate(
+                response.model_dump(by_alias=True, exclude_none=True)
+            )
+        except ValidationError:
+            bad = f"{HANDLER_FAILED}the client's reply to the form was not a form result"
+            return _text_result(bad, is_error=True)
+
+        def answered(_qs: Any, _context: Any) -> list[Answer]:
+            return _answer_from_elicit(wanted, elicited)
+
+        return await self._ask(ctx, tools_interactive(answered, context)[0], questions)
+
+    async def _ask(
+        self, ctx: ServerRequestContext[Any, Any], tool: AskUserTool, questions: Any
+    ) -> types.CallToolResult:
+        async def work() -> types.CallToolResult:
+            try:
+                outcome = await tool.ainvoke(questions)
+            except ToolRejected as exc:
+                return _text_result(exc.message, is_error=True)
+            return _outcome_result(outcome)
+
+        result: types.CallToolResult = await _with_progress(ctx, self.progress_interval, work)
+        return result
+
+
+def create_server(
+    callback: Callback | None = None,
+    *,
+    context: Mapping[str, Any] | None = None,
+    progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
+    name: str = SERVER_NAME,
+) -> Server[Any]:
+    """A low-level MCP server exposing ``ask_user``.
+
+    ``callback`` is a bridge handler (a ``ChatHandler`` or any ``ask_user`` callback); with none,
+    questions go to the client's user by elicitation when it supports it. The handler's context
+    is ``context`` plus ``via="mcp"`` and ``mcp_client`` (the client's name, when it gave one).
+    """
+    definition = ask_user_definition(tool_ask_user)
+    service = _AskUserService(
+        callback=callback, context=dict(context or {}), progress_interval=progress_interval
+    )
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[definition])
+
+    return Server(
+        name,
+        instructions=(
+            "ask_user asks a person multiple-choice questions and returns their answers as JSON."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=service.call,
+    )
+
+
+# -- the chat destination from the environment -------------------------------------------------
+
+
+@dataclass
+class ChatRoute:
+    """Where ``ask-bridge mcp`` posts questions: a platform, its store and the chat handler.
+
+    ``serve_clicks`` is true when the store is this process's own (no ``REDIS_URL``): then no
+    other process can receive the people's clicks, so the server runs the platform's
+    interaction loop itself.
+    """
+
+    platform: Platform
+    store: Store
+    handler: Callback
+    serve_clicks: bool
+
+
+def chat_route_from_env(
+    wait: float | None = None, environ: Mapping[str, str] | None = None
+) -> ChatRoute | None:
+    """The chat route configured by ``ASK_BRIDGE_PLATFORM`` and ``ASK_BRIDGE_CHANNEL``, or
+    ``None`` when no platform is set. Raises ``PlatformUnavailable`` naming what is wrong."""
+    env = os.environ if environ is None else environ
+    name = env.get(PLATFORM_ENV, "").strip()
+    if not name:
+        return None
+    if name == "console":
+        raise PlatformUnavailable(
+            f"{PLATFORM_ENV}=console cannot work in MCP mode: the terminal belongs to the "
+            "protocol. Use slack or discord, or unset it to ask through the MCP client."
+        )
+    channel = env.get(CHANNEL_ENV, "").strip()
+    if not channel:
+        raise PlatformUnavailable(
+            f"{PLATFORM_ENV}={name} needs {CHANNEL_ENV}: the id of the channel to post to"
+        )
+    platform = load_platform(name)
+    if not isinstance(platform, Platform):
+        raise PlatformUnavailable(f"platform {name!r} cannot post questions to a channel")
+    from bridge.handler import AskPolicy, ChatHandler
+    from bridge.settings import EngineSettings, open_store
+
+    poster = platform.poster()
+    settings = EngineSettings()
+    store = open_store(settings)
+    policy = AskPolicy() if wait is None else AskPolicy(wait=wait)
+    handler = ChatHandler(poster, store, Destination(platform=name, channel=channel), policy)
+    return ChatRoute(platform, store, handler, serve_clicks=not settings.redis_url)
+
+
+# -- transports ----------------------------------------------------------------------------------
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client over this process's stdin/stdout until it disconnects."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket for :func:`serve_http`; port 0 picks a free one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve_http(server: Server[Any], sock: socket.socket, *, path: str = "/mcp") -> None:
+    """Serve streamable HTTP on an already-bound socket until cancelled.
+
+    Binding first means the address is reachable (connections wait in the backlog) before this
+    coroutine even starts, so nobody has to poll for readiness.
+    """
+    import uvicorn
+
+    host = sock.getsockname()[0]
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+__all__ = [
+    "DEFAULT_PROGRESS_INTERVAL",
+    "ChatRoute",
+    "answers_from_form",
+    "ask_user_definition",
+    "bind",
+    "chat_route_from_env",
+    "create_server",
+    "elicitation_schema",
+    "serve_http",
+    "serve_stdio",
+]
