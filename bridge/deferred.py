@@ -20,8 +20,9 @@ class AskUserDeferred:
     """Returned by a handler to defer: the model ends its turn; answers come in the next message.
 
     ``instructions`` is what the model reads. ``extra`` is for the host only (an ask id, a message
-    link): it never reaches the model, and is found on :attr:`ToolOutcome.deferred` and, for
-    framework adapters, in their own metadata slot.
+    link): it never reaches the model's tool result. The host finds it on
+    ``ToolOutcome.deferred.extra`` -- ``outcome = await tool.ainvoke(questions)`` (or sync
+    ``tool.invoke``) -- and, through framework adapters, in each framework's own metadata slot.
     """
 
     instructions: str = DEFAULT_INSTRUCTIONS

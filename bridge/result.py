@@ -1,0 +1,217 @@
+"""What the model reads back: answers normalised to one shape, rendered as the tool result.
+
+Handlers answer in whatever shape is natural to them (a mapping of question text to a label, a
+list of labels or free text; or a list of :class:`Answer`). :func:`normalise_answers` turns any of
+them into one :class:`Answer` per question, in question order, with chosen labels in option order
+-- so every path (a terminal, Slack, Discord, the deferred answers feed) renders the same JSON
+through :func:`answers_result`. A handler that answers wrongly (an unknown question, several
+options for a single-select question) is reported as :class:`ToolRejected`, like any handler error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from bridge.deferred import AskUserDeferred
+from bridge.errors import ToolRejected
+from bridge.models import Answer, Question, QuestionSet
+
+HANDLER_FAILED = "could not get the person's answer: "
+OTHER_TEXT_SEPARATOR = "; "
+
+
+class HandlerError(Exception):
+    """A handler returned something that is not an answer to the questions asked."""
+
+
+def _valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates (undecodable input) replaced, so the result encodes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+@dataclass
+class _Draft:
+    question: Question
+    selected: set[str] = field(default_factory=set)
+    texts: list[str] = field(default_factory=list)
+    seen: bool = False
+
+    def add(self, value: str) -> None:
+        """A label goes to ``selected``; any other non-empty text is the person's own answer."""
+        text = _valid_unicode(value.strip())
+        if not text:
+            return
+        if text in self.question.option_labels():
+            self.selected.add(text)
+        elif text not in self.texts:
+            self.texts.append(text)
+
+    def answer(self) -> Answer:
+        q = self.question
+        selected = tuple(label for label in q.option_labels() if label in self.selected)
+        if not q.multiSelect and len(selected) > 1:
+            chosen = ", ".join(repr(s) for s in selected)
+            raise HandlerError(
+                f"question {q.question!r} takes one option but the handler chose {len(selected)}: "
+                f"{chosen}"
+            )
+        other = OTHER_TEXT_SEPARATOR.join(self.texts) or None
+        return Answer(question=q.question, selected=selected, other_text=other)
+
+
+class _Drafts:
+    def __init__(self, qs: QuestionSet) -> None:
+        self.order = [_Draft(q) for q in qs.questions]
+        self.by_text = {d.question.question: d for d in self.order}
+
+    def draft(self, text: object) -> _Draft:
+        if not isinstance(text, str):
+            raise HandlerError(f"the handler answered a question given as {type(text).__name__}")
+        found = self.by_text.get(text) or self.by_text.get(text.strip())
+        if found is None:
+            raise HandlerError(f"the handler answered a question that was not asked: {text!r}")
+        if found.seen:
+            raise HandlerError(f"the handler answered the question {text!r} twice")
+        found.seen = True
+        return found
+
+
+def _from_mapping(drafts: _Drafts, returned: Mapping[Any, object]) -> None:
+    for text, value in returned.items():
+        draft = drafts.draft(text)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            draft.add(value)
+            continue
+        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            for v in value:
+                draft.add(v)
+            continue
+        raise HandlerError(
+            f"the answer to {draft.question.question!r} must be an option label, a list of "
+            f"labels or the person's own text, got {type(value).__name__}"
+        )
+
+
+def _from_answers(drafts: _Drafts, returned: Sequence[object]) -> None:
+    for item in returned:
+        if isinstance(item, Answer):
+            answer = item
+        elif isinstance(item, Mapping):
+            try:
+                answer = Answer.model_validate(item)
+            except ValidationError as exc:
+                raise HandlerError(f"the handler returned a malformed answer: {exc}") from None
+        else:
+            raise HandlerError(
+                f"the handler returned a list holding {type(item).__name__}; a list must hold "
+                "Answer objects"
+            )
+        draft = drafts.draft(answer.question)
+        labels = draft.question.option_labels()
+        for label in answer.selected:
+            if label.strip() not in labels:
+                raise HandlerError(
+                    f"the handler selected {label!r}, which is not an option of "
+                    f"{draft.question.question!r}"
+                )
+            draft.add(label)
+        if answer.other_text is not None:
+            draft.add(answer.other_text)
+
+
+def normalise_answers(qs: QuestionSet, returned: object) -> tuple[Answer, ...]:
+    """One :class:`Answer` per question of ``qs``, in question order, from a handler's return.
+
+    ``returned`` is a mapping of question text to an option label, a list of labels, or the
+    person's own text (``None`` or a left-out question: no answer); or a sequence of
+    :class:`Answer` (or dicts of its fields). Labels that match an option go to ``selected`` in
+    option order; other non-empty text goes to ``other_text`` (several such texts are joined with
+    ``"; "``). Anything else raises :class:`ToolRejected` ("could not get the person's answer:
+    ..."), the same way a handler that raises is reported.
+    """
+    drafts = _Drafts(qs)
+    try:
+        if isinstance(returned, Mapping):
+            _from_mapping(drafts, returned)
+        elif isinstance(returned, list | tuple):
+            _from_answers(drafts, returned)
+        else:
+            raise HandlerError(
+                f"the handler returned {type(returned).__name__}; it must return a mapping of "
+                "question text to answer, a list of Answer, or AskUserDeferred"
+            )
+        return tuple(d.answer() for d in drafts.order)
+    except HandlerError as exc:
+        raise ToolRejected(HANDLER_FAILED + str(exc)) from None
+
+
+def answers_payload(qs: QuestionSet, answers: Sequence[Answer]) -> dict[str, Any]:
+    """The answers result as a JSON-ready dict (what :func:`answers_result` serialises)."""
+    normalised = normalise_answers(qs, list(answers))
+    return {
+        "questions": qs.wire(),
+        "answers": [
+            {"question": a.question, "selected": list(a.selected), "other_text": a.other_text}
+            for a in normalised
+        ],
+    }
+
+
+def answers_result(qs: QuestionSet, answers: Sequence[Answer]) -> str:
+    """The tool result for answers: JSON text the model reads, one answer per question in order.
+
+    ``{"questions": [...], "answers": [{"question", "selected", "other_text"}, ...]}``; the
+    questions echo the validated set with ``multiSelect`` always present. Every path that hands
+    answers to a model (the waiting tool call, the deferred answers feed, MCP) renders them here.
+    """
+    return json.dumps(answers_payload(qs, answers), ensure_ascii=False)
+
+
+def deferred_result(qs: QuestionSet, deferred: AskUserDeferred) -> dict[str, Any]:
+    """The tool result for a deferral: ``{"questions", "status": "deferred", "instructions"}``.
+
+    ``deferred.extra`` is deliberately absent: it is for the host, found on
+    :attr:`ToolOutcome.deferred`.
+    """
+    return {
+        "questions": qs.wire(),
+        "status": "deferred",
+        "instructions": deferred.instructions,
+    }
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """One finished ``ask_user`` call: the validated questions and either answers or a deferral.
+
+    ``content`` is exactly what the model reads. Hosts and framework adapters that need more than
+    the model sees -- the deferral's ``extra`` (an ask id, a message link) -- read it from
+    ``deferred`` here; get an outcome from ``AskUserTool.ainvoke``/``invoke``.
+    """
+
+    questions: QuestionSet
+    answers: tuple[Answer, ...] | None = None
+    deferred: AskUserDeferred | None = None
+
+    def __post_init__(self) -> None:
+        if (self.answers is None) == (self.deferred is None):
+            raise ValueError("a ToolOutcome holds either answers or a deferral, not both")
+
+    @property
+    def content(self) -> str | dict[str, Any]:
+        """The tool result: answers JSON text, or the deferred dict (without ``extra``)."""
+        if self.deferred is not None:
+            return deferred_result(self.questions, self.deferred)
+        assert self.answers is not None
+        return answers_result(self.questions, self.answers)

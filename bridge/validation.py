@@ -1,0 +1,262 @@
+"""Checking the model's ``questions`` argument and turning it into a :class:`QuestionSet`.
+
+The arguments come from a language model, so they are untrusted and often slightly wrong. Rather
+than let pydantic's messages (or a ``TypeError``) reach the agent loop, every rule of the contract
+is checked here by hand and *all* violations go back in one :class:`ToolRejected`, each naming its
+place (``questions[2].options[0].label is empty``) and how to fix it, so the model can repair the
+whole call in one retry. Only a set that passes every rule is built into the frozen models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
+
+from pydantic import ValidationError
+
+from bridge.errors import ToolRejected
+from bridge.models import (
+    MAX_HEADER,
+    MAX_OPTIONS,
+    MAX_QUESTIONS,
+    MIN_OPTIONS,
+    MIN_QUESTIONS,
+    Option,
+    Question,
+    QuestionSet,
+)
+
+QUESTION_FIELDS = ("question", "header", "options", "multiSelect")
+OPTION_FIELDS = ("label", "description")
+
+_SHAPE = (
+    f"an array of {MIN_QUESTIONS} to {MAX_QUESTIONS} question objects, each "
+    '{"question": "...", "header": "...", "options": [{"label": "...", "description": "..."}, '
+    '...], "multiSelect": false}'
+)
+
+_FIX = {
+    "question": "give the full question text",
+    "header": f"give a short label of at most {MAX_HEADER} characters",
+    "label": "give every option a short label",
+    "description": "say what choosing this option means",
+}
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a value's type, as the model thinks of it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, Sequence):
+        return "array"
+    return type(value).__name__
+
+
+def _as_list(value: object) -> list[object] | None:
+    """A list/tuple as a list; anything else (strings and bytes included) as ``None``."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    return None
+
+
+def _as_mapping(value: object) -> Mapping[Any, object] | None:
+    """A mapping (or a ready :class:`Question`/:class:`Option` model, dumped) or ``None``."""
+    if isinstance(value, Question | Option):
+        return value.model_dump()
+    if isinstance(value, Mapping):
+        return value
+    return None
+
+
+def _plain(value: object) -> object:
+    """Plain dicts, lists and stripped strings for the pydantic models, stripped exactly as the
+    rules were checked (Python's ``str.strip``, which also removes characters pydantic keeps)."""
+    if isinstance(value, str):
+        return value.strip()
+    obj = _as_mapping(value)
+    if obj is not None:
+        return {key: _plain(item) for key, item in obj.items()}
+    items = _as_list(value)
+    if items is not None:
+        return [_plain(item) for item in items]
+    return value
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+class _Checker:
+    """Collects violations; each ``text`` check returns the stripped string or ``None``."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def add(self, problem: str) -> None:
+        self.problems.append(problem)
+
+    def unknown_fields(
+        self, obj: Mapping[Any, object], path: str, allowed: tuple[str, ...]
+    ) -> None:
+        for key in obj:
+            if key not in allowed:
+                shown = _short(key) if isinstance(key, str) else repr(key)
+                self.add(
+                    f"{path} has an unknown field {shown}: remove it "
+                    f"(allowed fields: {', '.join(allowed)})"
+                )
+
+    def text(self, obj: Mapping[Any, object], key: str, path: str) -> str | None:
+        where = f"{path}.{key}"
+        if key not in obj:
+            self.add(f"{where} is missing: {_FIX[key]}")
+            return None
+        value = obj[key]
+        if not isinstance(value, str):
+            self.add(f"{where} must be a string, got {json_type(value)}: {_FIX[key]}")
+            return None
+        stripped = value.strip()
+        if not stripped:
+            self.add(f"{where} is empty: {_FIX[key]}")
+            return None
+        try:
+            stripped.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates, e.g. from a "\ud800" JSON escape
+            self.add(f"{where} is not valid Unicode text: remove the broken characters")
+            return None
+        return stripped
+
+    def question(self, item: object, path: str) -> str | None:
+        """Check one question; return its stripped text for the duplicate check."""
+        obj = _as_mapping(item)
+        if obj is None:
+            self.add(
+                f"{path} must be an object with question, header, options and optional "
+                f"multiSelect, got {json_type(item)}"
+            )
+            return None
+        self.unknown_fields(obj, path, QUESTION_FIELDS)
+        text = self.text(obj, "question", path)
+        header = self.text(obj, "header", path)
+        if header is not None and len(header) > MAX_HEADER:
+            self.add(
+                f"{path}.header {_short(header)} is {len(header)} characters long: use at most "
+                f"{MAX_HEADER} characters (a one or two word label such as 'Format')"
+            )
+        if "multiSelect" in obj and not isinstance(obj["multiSelect"], bool):
+            self.add(
+                f"{path}.multiSelect must be true or false, got {json_type(obj['multiSelect'])}"
+            )
+        self.options(obj, path)
+        return text
+
+    def options(self, obj: Mapping[Any, object], path: str) -> None:
+        where = f"{path}.options"
+        if "options" not in obj:
+            self.add(f"{where} is missing: give {MIN_OPTIONS} to {MAX_OPTIONS} options")
+            return
+        options = _as_list(obj["options"])
+        if options is None:
+            self.add(
+                f"{where} must be an array of {MIN_OPTIONS} to {MAX_OPTIONS} objects with label "
+                f"and description, got {json_type(obj['options'])}"
+            )
+            return
+        if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS:
+            self.add(
+                f"{where} has {len(options)} option{'s' if len(options) != 1 else ''}: give "
+                f"{MIN_OPTIONS} to {MAX_OPTIONS} options (the person can always type their own "
+                "answer, so do not add an 'Other' option)"
+            )
+        seen: dict[str, int] = {}
+        for j, option in enumerate(options):
+            opath = f"{where}[{j}]"
+            ob = _as_mapping(option)
+            if ob is None:
+                self.add(
+                    f"{opath} must be an object with label and description, got {json_type(option)}"
+                )
+                continue
+            self.unknown_fields(ob, opath, OPTION_FIELDS)
+            label = self.text(ob, "label", opath)
+            self.text(ob, "description", opath)
+            if label is None:
+                continue
+            if label in seen:
+                self.add(
+                    f"{opath}.label {_short(label)} repeats {where}[{seen[label]}].label: give "
+                    "each option of a question a distinct label"
+                )
+            else:
+                seen[label] = j
+
+
+def validate_questions(raw: object) -> QuestionSet:
+    """The ``questions`` argument as a :class:`QuestionSet`, or :class:`ToolRejected`.
+
+    ``raw`` is the value of the tool's ``questions`` argument: a list of question objects (dicts
+    or :class:`Question` models, mixed freely), or a ready :class:`QuestionSet`. Any other input --
+    a string, even one holding valid JSON, a number, ``None`` -- is rejected with a message asking
+    for an array of objects. Nothing but ``ToolRejected`` is ever raised.
+    """
+    if isinstance(raw, QuestionSet):
+        return raw
+    if isinstance(raw, str | bytes):
+        _reject(
+            [
+                f"questions must be {_SHAPE}, not a string (even one holding JSON text): pass "
+                "the array itself as the value of questions"
+            ]
+        )
+    items = _as_list(raw)
+    if items is None:
+        _reject([f"questions must be {_SHAPE}, got {json_type(raw)}"])
+    checker = _Checker()
+    if not items:
+        checker.add(f"questions is empty: give {MIN_QUESTIONS} to {MAX_QUESTIONS} questions")
+    elif len(items) > MAX_QUESTIONS:
+        checker.add(
+            f"questions has {len(items)} items: give at most {MAX_QUESTIONS} questions (ask the "
+            "most important ones now and the rest in a later call)"
+        )
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        text = checker.question(item, f"questions[{i}]")
+        if text is None:
+            continue
+        if text in seen:
+            checker.add(
+                f"questions[{i}].question repeats questions[{seen[text]}].question: give each "
+                "question a distinct text"
+            )
+        else:
+            seen[text] = i
+    if checker.problems:
+        _reject(checker.problems)
+    try:
+        return QuestionSet.model_validate({"questions": _plain(items)})
+    except ValidationError as exc:  # a rule above missed something: still the model's to fix
+        _reject([f"{_path(e['loc'])}: {e['msg']}" for e in exc.errors()])
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as the model reads paths: ``questions[0].header``."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+
+
+def _reject(problems: list[str]) -> NoReturn:
+    count = len(problems)
+    head = (
+        "The ask_user call was rejected: "
+        + ("1 problem" if count == 1 else f"{count} problems")
+        + " to fix before calling it again."
+    )
+    raise ToolRejected("\n".join([head, *(f"- {p}" for p in problems)]))

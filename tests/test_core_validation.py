@@ -1,0 +1,306 @@
+"""Validation of the model's ``questions`` argument: every rule, its message, a fuzz property."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bridge import Option, Question, QuestionSet, ToolRejected, validate_questions
+from bridge.models import MAX_HEADER
+
+
+def q(text: str = "How should I format the output?", **over: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "question": text,
+        "header": "Format",
+        "options": [
+            {"label": "Summary", "description": "Brief overview"},
+            {"label": "Detailed", "description": "Full explanation"},
+        ],
+    }
+    base.update(over)
+    return base
+
+
+def rejected(raw: object) -> str:
+    with pytest.raises(ToolRejected) as info:
+        validate_questions(raw)
+    message = info.value.message
+    assert message.startswith("The ask_user call was rejected")
+    return message
+
+
+def test_valid_set_builds_frozen_models_with_stripped_text() -> None:
+    qs = validate_questions([q("  Which format?  ", header=" Format ", multiSelect=True)])
+    assert isinstance(qs, QuestionSet)
+    (question,) = qs.questions
+    assert question.question == "Which format?"
+    assert question.header == "Format"
+    assert question.multiSelect is True
+    assert question.option_labels() == ["Summary", "Detailed"]
+    assert qs.wire()[0]["multiSelect"] is True
+
+
+def test_multiselect_defaults_to_false_and_is_always_in_the_wire_form() -> None:
+    qs = validate_questions([q()])
+    assert qs.questions[0].multiSelect is False
+    assert qs.wire()[0]["multiSelect"] is False
+
+
+def test_accepts_question_models_mixed_with_dicts_and_a_ready_set() -> None:
+    model = Question(
+        question="Ship it?",
+        header="Ship",
+        options=(Option(label="Yes", description="now"), Option(label="No", description="later")),
+    )
+    qs = validate_questions([model, q()])
+    assert qs.questions[0] == model
+    assert validate_questions(qs) is qs
+    assert validate_questions(tuple(qs.wire())) == qs
+
+
+def test_input_is_not_modified() -> None:
+    raw = [q(" spaced ")]
+    before = copy.deepcopy(raw)
+    validate_questions(raw)
+    assert raw == before
+
+
+@pytest.mark.parametrize("raw", [json.dumps([q()]), "questions", "", b"[]"])
+def test_a_string_even_valid_json_is_rejected_asking_for_an_array(raw: object) -> None:
+    message = rejected(raw)
+    assert "questions must be an array of 1 to 4 question objects" in message
+    assert "not a string (even one holding JSON text)" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [(None, "null"), (3, "number"), (True, "boolean"), ({"questions": []}, "object")],
+)
+def test_a_non_list_is_rejected_naming_its_type(raw: object, kind: str) -> None:
+    message = rejected(raw)
+    assert "questions must be an array of 1 to 4 question objects, each {" in message
+    assert message.endswith(f"got {kind}")
+
+
+def test_question_count_bounds() -> None:
+    assert "questions is empty: give 1 to 4 questions" in rejected([])
+    five = [q(f"Question {i}?") for i in range(5)]
+    assert "questions has 5 items: give at most 4 questions" in rejected(five)
+    assert len(validate_questions(five[:4]).questions) == 4
+
+
+def test_item_that_is_not_an_object() -> None:
+    message = rejected([q(), "What now?"])
+    assert (
+        "questions[1] must be an object with question, header, options and optional "
+        "multiSelect, got string" in message
+    )
+
+
+@pytest.mark.parametrize("field", ["question", "header"])
+def test_text_fields_missing_wrong_type_or_blank(field: str) -> None:
+    missing = q()
+    del missing[field]
+    assert f"questions[0].{field} is missing" in rejected([missing])
+    wrong_type: dict[str, Any] = {field: 7}
+    blank: dict[str, Any] = {field: " \t\n"}
+    assert f"questions[0].{field} must be a string, got number" in rejected([q(**wrong_type)])
+    assert f"questions[0].{field} is empty" in rejected([q(**blank)])
+
+
+def test_header_length_is_at_most_12_characters_after_stripping() -> None:
+    assert validate_questions([q(header="x" * MAX_HEADER)])
+    assert validate_questions([q(header="  " + "x" * MAX_HEADER + "  ")])
+    message = rejected([q(header="Output format")])
+    assert "questions[0].header 'Output format' is 13 characters long" in message
+    assert "use at most 12 characters" in message
+
+
+@pytest.mark.parametrize(("value", "kind"), [("true", "string"), (1, "number"), (None, "null")])
+def test_multiselect_must_be_boolean(value: object, kind: str) -> None:
+    assert f"questions[0].multiSelect must be true or false, got {kind}" in rejected(
+        [q(multiSelect=value)]
+    )
+
+
+def test_options_missing_wrong_type_and_count() -> None:
+    missing = q()
+    del missing["options"]
+    assert "questions[0].options is missing: give 2 to 4 options" in rejected([missing])
+    assert "questions[0].options must be an array of 2 to 4 objects" in rejected(
+        [q(options="Summary, Detailed")]
+    )
+    one = [{"label": "Only", "description": "d"}]
+    assert "questions[0].options has 1 option: give 2 to 4 options" in rejected([q(options=one)])
+    five = [{"label": f"L{i}", "description": "d"} for i in range(5)]
+    assert "questions[0].options has 5 options: give 2 to 4 options" in rejected([q(options=five)])
+    assert validate_questions([q(options=five[:4])])
+
+
+def test_option_fields() -> None:
+    options: list[Any] = [
+        {"label": "", "description": "d"},
+        {"label": "B", "description": None},
+        {"description": "no label"},
+        "C",
+        {"label": "D", "description": "d", "value": 4},
+    ]
+    message = rejected([q(options=options[:4]), q("Other?", options=options[3:] + options[:1])])
+    assert "questions[0].options[0].label is empty: give every option a short label" in message
+    assert "questions[0].options[1].description must be a string, got null" in message
+    assert "questions[0].options[2].label is missing" in message
+    assert "questions[0].options[3] must be an object with label and description, got string" in (
+        message
+    )
+    assert "questions[1].options[1] has an unknown field 'value': remove it" in message
+
+
+def test_unknown_question_field_is_rejected() -> None:
+    assert "questions[0] has an unknown field 'id': remove it (allowed fields: question, " in (
+        rejected([q(id=1)])
+    )
+
+
+def test_duplicate_labels_within_a_question_after_stripping() -> None:
+    options = [
+        {"label": "Yes", "description": "a"},
+        {"label": "No", "description": "b"},
+        {"label": " Yes ", "description": "c"},
+    ]
+    message = rejected([q(options=options)])
+    assert "questions[0].options[2].label 'Yes' repeats questions[0].options[0].label" in message
+    assert "give each option of a question a distinct label" in message
+    # The same label in two different questions is fine.
+    assert validate_questions([q("A?"), q("B?")])
+
+
+def test_duplicate_question_texts() -> None:
+    message = rejected([q("Which?"), q("Other?"), q(" Which? ")])
+    assert "questions[2].question repeats questions[0].question" in message
+    assert "give each question a distinct text" in message
+
+
+def test_every_violation_is_reported_at_once_with_a_count() -> None:
+    bad = [
+        q(header="Far too long a header"),
+        q("Second?", options=[{"label": "", "description": ""}]),
+        7,
+    ]
+    message = rejected(bad)
+    lines = message.splitlines()
+    assert lines[0] == "The ask_user call was rejected: 5 problems to fix before calling it again."
+    assert all(line.startswith("- questions") for line in lines[1:])
+    assert len(lines) == 6
+
+
+def test_broken_unicode_is_rejected_not_crashed_on() -> None:
+    message = rejected([q("Which\ud800?"), q(header="F\udfff")])
+    assert "questions[0].question is not valid Unicode text" in message
+    assert "questions[1].header is not valid Unicode text" in message
+
+
+def test_single_problem_is_singular() -> None:
+    assert rejected([q(header="")]).startswith("The ask_user call was rejected: 1 problem to fix")
+
+
+# -- fuzz ---------------------------------------------------------------------------------------
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+)
+json_like = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    ),
+    max_leaves=20,
+)
+texts = st.one_of(
+    st.text(max_size=16), st.sampled_from(["\ud800", "ok\udfff", " \x1f "]), json_like
+)
+option_like = st.one_of(
+    st.fixed_dictionaries(
+        {"label": texts, "description": texts},
+        optional={"extra": json_like},
+    ),
+    json_like,
+)
+question_like = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "question": texts,
+            "header": texts,
+            "options": st.one_of(st.lists(option_like, max_size=6), json_like),
+        },
+        optional={"multiSelect": st.one_of(st.booleans(), json_like)},
+    ),
+    json_like,
+)
+questions_like = st.one_of(st.lists(question_like, max_size=6), json_like)
+
+
+def _holds_every_rule(qs: QuestionSet) -> None:
+    assert 1 <= len(qs.questions) <= 4
+    assert len({x.question for x in qs.questions}) == len(qs.questions)
+    for question in qs.questions:
+        assert question.question.strip() == question.question != ""
+        assert question.header.strip() == question.header != ""
+        assert len(question.header) <= MAX_HEADER
+        assert isinstance(question.multiSelect, bool)
+        assert 2 <= len(question.options) <= 4
+        labels = question.option_labels()
+        assert len(set(labels)) == len(labels)
+        assert all(o.label.strip() and o.description.strip() for o in question.options)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(questions_like)
+def test_fuzz_only_tool_rejected_or_a_valid_set(raw: object) -> None:
+    try:
+        qs = validate_questions(raw)
+    except ToolRejected as exc:
+        assert exc.message.startswith("The ask_user call was rejected")
+        return
+    _holds_every_rule(qs)
+
+
+valid_text = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=30
+).filter(str.strip)
+
+
+@st.composite
+def valid_sets(draw: st.DrawFn) -> list[dict[str, Any]]:
+    texts = draw(st.lists(valid_text, min_size=1, max_size=4, unique_by=str.strip))
+    out = []
+    for text in texts:
+        labels = draw(st.lists(valid_text, min_size=2, max_size=4, unique_by=str.strip))
+        header = draw(valid_text.filter(lambda h: len(h.strip()) <= MAX_HEADER))
+        item: dict[str, Any] = {
+            "question": text,
+            "header": header,
+            "options": [{"label": lb, "description": draw(valid_text)} for lb in labels],
+        }
+        if draw(st.booleans()):
+            item["multiSelect"] = draw(st.booleans())
+        out.append(item)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(valid_sets())
+def test_fuzz_every_valid_set_is_accepted_and_round_trips(raw: list[dict[str, Any]]) -> None:
+    qs = validate_questions(raw)
+    _holds_every_rule(qs)
+    assert validate_questions(json.loads(json.dumps(qs.wire()))) == qs
