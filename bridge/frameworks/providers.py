@@ -1,0 +1,244 @@
+"""Raw provider tool definitions, and one function that runs a provider's tool call.
+
+For hosts that drive a model API themselves (the ``openai`` or ``anthropic`` client, an HTTP
+call): put a definition from here in the request's ``tools``, and when the model calls
+``ask_user`` hand its arguments -- JSON text or an already decoded dict -- to
+:func:`run_tool_call` (or :func:`arun_tool_call`). The :class:`ToolCallResult` holds the content
+for the next request and whether it is an error result, and renders the item each API expects.
+
+Nothing here imports a provider SDK. The other adapters in :mod:`bridge.frameworks` reuse
+:func:`questions_from_arguments` and :func:`strict_parameters`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.deferred import AskUserDeferred
+from bridge.errors import ToolRejected
+from bridge.result import ToolOutcome
+from bridge.tool import AskUserTool, tool_ask_user
+from bridge.validation import json_type
+
+__all__ = [
+    "ToolCallResult",
+    "anthropic_tool",
+    "arun_tool_call",
+    "openai_chat_tool",
+    "openai_responses_tool",
+    "questions_from_arguments",
+    "run_tool_call",
+    "strict_parameters",
+]
+
+_EXPECTED = (
+    'send the arguments as a JSON object with one field, "questions": an array of 1 to 4 question '
+    'objects, e.g. {"questions": [{"question": "...", "header": "...", "options": [{"label": '
+    '"...", "description": "..."}, {"label": "...", "description": "..."}], "multiSelect": false}]}'
+)
+
+
+def _rejected(problem: str) -> ToolRejected:
+    return ToolRejected(f"The ask_user call was rejected: {problem}: {_EXPECTED}.")
+
+
+# -- definitions ----------------------------------------------------------------------------
+
+
+def strict_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """``parameters`` rewritten for OpenAI strict mode (Structured Outputs for function calls).
+
+    Strict mode requires every object to set ``additionalProperties: false`` and to list *every*
+    property in ``required``; an optional property is expressed as a required one that may be
+    ``null``, and ``default`` is not supported. So ``multiSelect`` becomes a required
+    ``["boolean", "null"]`` without its default -- :func:`questions_from_arguments` reads ``null``
+    as "left out" (false). Length and item-count limits (``minLength``, ``maxLength``,
+    ``minItems``, ``maxItems``) are supported keywords and stay; the bridge checks them anyway.
+    """
+    return _strict(copy.deepcopy(dict(parameters)))
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    schema.pop("default", None)
+    if schema.get("type") == "object":
+        properties: dict[str, Any] = schema.setdefault("properties", {})
+        required = set(schema.get("required", ()))
+        for name, prop in properties.items():
+            if name not in required:
+                prop = _nullable(prop)
+            properties[name] = _strict(prop)
+        schema["required"] = list(properties)
+        schema["additionalProperties"] = False
+    items = schema.get("items")
+    if isinstance(items, dict):
+        schema["items"] = _strict(items)
+    return schema
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` also allowing ``null``, which stands for "left out" (its default, if any)."""
+    if "default" in schema:
+        default = json.dumps(schema.pop("default"))
+        note = f"null means the default, {default}."
+        schema["description"] = f"{schema.get('description', '').rstrip()} {note}".lstrip()
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        schema["type"] = [*kind, "null"]
+    elif kind is None:
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    return schema
+
+
+def _function(tool: AskUserTool, strict: bool) -> dict[str, Any]:
+    parameters = strict_parameters(tool.parameters) if strict else tool.parameters
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": parameters,
+    }
+    if strict:
+        function["strict"] = True
+    return function
+
+
+def openai_chat_tool(tool: AskUserTool = tool_ask_user, *, strict: bool = False) -> dict[str, Any]:
+    """The tool for OpenAI Chat Completions: ``{"type": "function", "function": {...}}``.
+
+    ``strict=True`` sends the strict-mode schema (see :func:`strict_parameters`) with
+    ``"strict": true``, so the model's arguments always match the schema's shape.
+    """
+    return {"type": "function", "function": _function(tool, strict)}
+
+
+def openai_responses_tool(
+    tool: AskUserTool = tool_ask_user, *, strict: bool = False
+) -> dict[str, Any]:
+    """The tool for the OpenAI Responses API: ``{"type": "function", "name": ..., ...}``.
+
+    The Responses API requires the ``strict`` field (and defaults to strict when it is null), so
+    ``strict=False`` says ``"strict": false`` explicitly.
+    """
+    function = _function(tool, strict)
+    function.setdefault("strict", False)
+    return {"type": "function", **function}
+
+
+def anthropic_tool(tool: AskUserTool = tool_ask_user) -> dict[str, Any]:
+    """The tool for Anthropic's Messages API: ``{"name", "description", "input_schema"}``."""
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+# -- running a call ---------------------------------------------------------------------------
+
+
+def questions_from_arguments(arguments: str | bytes | Mapping[str, Any] | None) -> object:
+    """The ``questions`` value from a tool call's arguments, or :class:`ToolRejected`.
+
+    ``arguments`` is the JSON text a provider sends (OpenAI) or the decoded object (Anthropic,
+    most frameworks). Malformed JSON, a non-object, a missing ``questions`` or an unknown field is
+    rejected with a message the model can act on. A ``multiSelect`` of ``null`` -- how strict
+    mode says "left out" -- is dropped; everything else is checked by the tool itself.
+    """
+    if arguments is None or (isinstance(arguments, str | bytes) and not arguments.strip()):
+        raise _rejected("the arguments are empty")
+    if isinstance(arguments, str | bytes):
+        try:
+            decoded = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise _rejected(
+                f"the arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
+                f"{exc.colno})"
+            ) from None
+        except UnicodeDecodeError:
+            raise _rejected("the arguments are not UTF-8 text") from None
+    else:
+        decoded = arguments
+    if not isinstance(decoded, Mapping):
+        raise _rejected(f"the arguments must be a JSON object, got {json_type(decoded)}")
+    unknown = sorted(str(key) for key in decoded if key != "questions")
+    if unknown:
+        raise _rejected(f"unknown argument {', '.join(map(repr, unknown))}")
+    if "questions" not in decoded:
+        raise _rejected('the "questions" argument is missing')
+    return _drop_null_multiselect(decoded["questions"])
+
+
+def _drop_null_multiselect(questions: object) -> object:
+    if not isinstance(questions, list):
+        return questions
+    return [
+        {k: v for k, v in q.items() if not (k == "multiSelect" and v is None)}
+        if isinstance(q, Mapping)
+        else q
+        for q in questions
+    ]
+
+
+@dataclass(frozen=True)
+class ToolCallResult:
+    """The outcome of one provider tool call, ready for the next request.
+
+    ``content`` is what the model reads: the answers JSON, the deferred result JSON, or the error
+    message. ``is_error`` marks a call the model must fix (or that could not be answered).
+    ``deferred`` holds the handler's :class:`AskUserDeferred` -- its ``extra`` (an ask id) is for
+    the host only and is not in ``content``.
+    """
+
+    content: str
+    is_error: bool = False
+    deferred: AskUserDeferred | None = None
+
+    @classmethod
+    def from_outcome(cls, outcome: ToolOutcome) -> ToolCallResult:
+        content = outcome.content
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        return cls(content=text, deferred=outcome.deferred)
+
+    @classmethod
+    def from_rejection(cls, rejected: ToolRejected) -> ToolCallResult:
+        return cls(content=rejected.message, is_error=True)
+
+    def openai_chat_message(self, tool_call_id: str) -> dict[str, Any]:
+        """The Chat Completions ``{"role": "tool", ...}`` message answering ``tool_call_id``."""
+        return {"role": "tool", "tool_call_id": tool_call_id, "content": self.content}
+
+    def openai_responses_item(self, call_id: str) -> dict[str, Any]:
+        """The Responses API ``function_call_output`` input item answering ``call_id``."""
+        return {"type": "function_call_output", "call_id": call_id, "output": self.content}
+
+    def anthropic_block(self, tool_use_id: str) -> dict[str, Any]:
+        """The Anthropic ``tool_result`` content block (for the next user message)."""
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": self.content,
+        }
+        if self.is_error:
+            block["is_error"] = True
+        return block
+
+
+def run_tool_call(
+    arguments: str | bytes | Mapping[str, Any] | None, tool: AskUserTool = tool_ask_user
+) -> ToolCallResult:
+    """Run an ``ask_user`` call from a provider (sync; works inside a running event loop too)."""
+    try:
+        return ToolCallResult.from_outcome(tool.invoke(questions_from_arguments(arguments)))
+    except ToolRejected as rejected:
+        return ToolCallResult.from_rejection(rejected)
+
+
+async def arun_tool_call(
+    arguments: str | bytes | Mapping[str, Any] | None, tool: AskUserTool = tool_ask_user
+) -> ToolCallResult:
+    """Run an ``ask_user`` call from a provider (async)."""
+    try:
+        return ToolCallResult.from_outcome(await tool.ainvoke(questions_from_arguments(arguments)))
+    except ToolRejected as rejected:
+        return ToolCallResult.from_rejection(rejected)
