@@ -90,9 +90,7 @@ class Store(ABC):
         """That person's partial selections, if any."""
 
     @abstractmethod
-    async def submit(
-        self, ask_id: str, who: Responder, answers: Sequence[Answer]
-    ) -> SubmitResult:
+    async def submit(self, ask_id: str, who: Responder, answers: Sequence[Answer]) -> SubmitResult:
         """Record a complete answer exactly once; see :class:`SubmitOutcome` for the verdicts."""
 
     @abstractmethod
@@ -102,8 +100,17 @@ class Store(ABC):
         """Move a *pending* ask to ``expired`` or ``cancelled``; ``None`` if it was not pending."""
 
     @abstractmethod
-    async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:
-        """Block until the ask is no longer pending (pushed, not polled); ``None`` on timeout."""
+    async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
+        """Block until the ask is no longer pending (pushed, not polled); ``None`` on timeout.
+
+        The waiting call takes the answer: it will not also go to the feed. If the answer went to
+        the feed instead (nobody held the ask's lease when it arrived), the record comes back with
+        ``deferred=True``. Also ``None`` for an unknown ask.
+        """
+
+    @abstractmethod
+    async def release(self, ask_id: str) -> None:
+        """The waiting call is gone (cancelled): an answer it has not taken goes to the feed."""
 
     @abstractmethod
     async def record_event(
@@ -131,5 +138,5 @@ class Store(ABC):
     async def ack(self, delivery: Delivery) -> None:
         """Acknowledge a delivery so it is not handed out again."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 (optional hook: most stores hold nothing)
         """Release connections."""
