@@ -1,0 +1,99 @@
+"""Answer-to-resume latency: waiter and answerer in separate processes, vs raw PUBLISH.
+
+Run: ``.venv/bin/python bench/engine_latency.py [N]`` (default 2,000 asks). The answerer stamps
+CLOCK_MONOTONIC (system-wide on Linux) into the answer just before ``submit``; the waiter reads the
+clock when ``wait`` returns. The baseline is one raw PUBLISH -> subscriber message, same clocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+from engine_common import four_questions, pct, record, server_url
+from redis.asyncio import Redis
+
+from bridge.ask import Responder
+from bridge.models import Answer
+from bridge.store.redis import RedisStore
+
+
+async def answerer(url: str) -> None:
+    store = RedisStore.from_url(url, prefix="bench")
+    raw = Redis.from_url(url)
+    who = Responder(user_id="U_BENCH")
+    while line := await asyncio.to_thread(sys.stdin.readline):
+        kind, arg = line.rstrip("\n").split(" ", 1)
+        if kind == "raw":
+            await raw.publish("bench:raw", repr(time.monotonic()))
+        else:
+            t0 = time.monotonic()
+            answer = Answer(
+                question=arg.split("|", 1)[1], selected=("Option 1",), other_text=repr(t0)
+            )
+            await store.submit(arg.split("|", 1)[0], who, (answer,))
+    await store.aclose()
+    await raw.aclose()
+
+
+async def waiter(url: str, n: int) -> None:
+    proc = subprocess.Popen(  # noqa: ASYNC220 (set-up, outside the timed part)
+        [sys.executable, __file__, "--answerer", url], stdin=subprocess.PIPE, text=True
+    )
+    assert proc.stdin is not None
+    store = RedisStore.from_url(url, prefix="bench")
+    raw = Redis.from_url(url, decode_responses=True)
+    qs = four_questions()
+    pubsub = raw.pubsub()
+    await pubsub.subscribe("bench:raw")
+    await pubsub.get_message(timeout=5)
+    raw_lat: list[float] = []
+    ask_lat: list[float] = []
+    try:
+        for i in range(n + 100):  # the first 100 of each warm up connections and scripts
+            proc.stdin.write("raw -\n")
+            proc.stdin.flush()
+            msg = None
+            while msg is None:
+                msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5)
+            if i >= 100:
+                raw_lat.append(time.monotonic() - float(msg["data"]))
+
+            rec = record(qs, 1)
+            await store.create(rec)
+            waiting = asyncio.create_task(store.wait(rec.id, 10))
+            await asyncio.sleep(0)  # let the wait register before the answer can land
+            proc.stdin.write(f"ask {rec.id}|{rec.questions.questions[0].question}\n")
+            proc.stdin.flush()
+            got = await waiting
+            assert got is not None and got.answers is not None and not got.deferred
+            t_resume = time.monotonic()
+            if i >= 100:
+                ask_lat.append(t_resume - float(got.answers[0].other_text or "nan"))
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+        await pubsub.aclose()
+        await raw.aclose()
+        await store.aclose()
+    r50, r99 = pct(raw_lat, 50) * 1e3, pct(raw_lat, 99) * 1e3
+    a50, a99 = pct(ask_lat, 50) * 1e3, pct(ask_lat, 99) * 1e3
+    print(f"asks: {n}, waiter and answerer in separate processes")
+    print(f"raw PUBLISH->message  p50 {r50:.3f} ms  p99 {r99:.3f} ms")
+    print(f"answer->resume        p50 {a50:.3f} ms  p99 {a99:.3f} ms")
+    print(f"ratio (p50)           {a50 / r50:.2f}x  (target <= 5x; p99 target < 10 ms)")
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--answerer":
+        asyncio.run(answerer(sys.argv[2]))
+        return
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    with server_url() as url:
+        asyncio.run(waiter(url, n))
+
+
+if __name__ == "__main__":
+    main()

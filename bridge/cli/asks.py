@@ -1,0 +1,111 @@
+"""``ask-bridge list | show ID | cancel ID``: inspect and end asks in the configured store.
+
+The store comes from the environment (``REDIS_URL``; see :mod:`bridge.settings`). Without it the
+store is a fresh in-memory one, which holds nothing another process created -- said on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("list", help="list pending asks")
+    p.add_argument("--json", action="store_true", help="one JSON record per line")
+    p.set_defaults(func=_list)
+    p = sub.add_parser("show", help="print an ask's record and audit trail as JSON")
+    p.add_argument("ask_id")
+    p.set_defaults(func=_show)
+    p = sub.add_parser("cancel", help="cancel a pending ask and re-render its message")
+    p.add_argument("ask_id")
+    p.add_argument("--by", default="cli", help="who cancelled it, for the audit trail")
+    p.set_defaults(func=_cancel)
+
+
+def _when(ts: float) -> str:
+    return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _run(coro_fn: Any, args: argparse.Namespace) -> int:
+    from bridge.settings import EngineSettings, open_store
+
+    settings = EngineSettings()
+    if not settings.redis_url:
+        print("note: REDIS_URL is not set; using an empty in-memory store", file=sys.stderr)
+
+    async def go() -> int:
+        store = open_store(settings)
+        try:
+            status: int = await coro_fn(store, args)
+            return status
+        finally:
+            await store.aclose()
+
+    return asyncio.run(go())
+
+
+def _list(args: argparse.Namespace) -> int:
+    async def go(store: Any, args: argparse.Namespace) -> int:
+        for rec in await store.list_pending():
+            if args.json:
+                print(rec.model_dump_json())
+                continue
+            where = f"{rec.destination.platform}:{rec.destination.channel or rec.destination.user}"
+            headers = ",".join(q.header for q in rec.questions.questions)
+            print(
+                f"{rec.id}  {where}  created {_when(rec.created_at)}  "
+                f"expires {_when(rec.expires_at)}  [{headers}]"
+            )
+        return 0
+
+    return _run(go, args)
+
+
+def _show(args: argparse.Namespace) -> int:
+    async def go(store: Any, args: argparse.Namespace) -> int:
+        rec = await store.get(args.ask_id)
+        if rec is None:
+            print(f"no ask {args.ask_id!r} (unknown, or past its retention)", file=sys.stderr)
+            return 1
+        history = [e.model_dump(mode="json") for e in await store.history(args.ask_id)]
+        out = {"record": rec.model_dump(mode="json"), "history": history}
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+
+    return _run(go, args)
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    async def go(store: Any, args: argparse.Namespace) -> int:
+        from bridge.ask import AskStatus
+
+        closed = await store.close(args.ask_id, AskStatus.CANCELLED, by=args.by)
+        if closed is None:
+            rec = await store.get(args.ask_id)
+            state = rec.status.value if rec else "unknown"
+            print(f"ask {args.ask_id!r} is not pending ({state}); nothing changed", file=sys.stderr)
+            return 1
+        print(f"cancelled {closed.id}")
+        if closed.message is not None:
+            await _rerender(closed)
+        return 0
+
+    return _run(go, args)
+
+
+async def _rerender(record: Any) -> None:
+    """Show the cancellation on the platform, if this machine can reach it."""
+    from bridge.platform import PlatformUnavailable, load_platform
+
+    try:
+        platform: Any = load_platform(record.destination.platform)
+        await platform.poster().update(record)
+    except (PlatformUnavailable, AttributeError) as exc:
+        print(f"note: message not re-rendered: {exc}", file=sys.stderr)
+    except Exception as exc:
+        print(f"warning: could not re-render the message: {exc!r}", file=sys.stderr)

@@ -1,0 +1,161 @@
+"""The chat handler: an ``ask_user`` callback that asks people in a chat and waits (or defers).
+
+``ChatHandler(poster, store, destination, policy)`` is an async callable with the callback
+signature ``(questions, context) -> tuple[Answer, ...] | AskUserDeferred``; pass it to
+``tools_interactive(callback=...)`` or ``set_ask_user_callback(...)``. Per call it creates a
+durable ask, posts it, then:
+
+* ``mode="defer"``: returns :class:`AskUserDeferred` at once; the answer arrives on the store's
+  answers feed (render it with :func:`bridge.feed.render_delivery`).
+* ``mode="block"``: waits up to ``wait`` seconds. Answered -> the answers. Nobody answered ->
+  ``on_timeout="defer"`` keeps the ask open and defers; ``on_timeout="error"`` closes it as expired,
+  re-renders it, and tells the model nobody answered (:class:`ToolRejected`).
+* The waiting call cancelled -> the ask is closed as cancelled and re-rendered (an answer that beat
+  the cancellation goes to the feed), and the cancellation propagates.
+
+Who re-renders the message: whoever made the change. The process whose ``store.submit`` returned
+``ACCEPTED`` (the platform's click handler) re-renders the answered message; the handler
+re-renders only what it closes itself (timeout error, cancellation); the sweeper re-renders what it
+expires. So each end is rendered exactly once, by a process that certainly holds the right poster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bridge.ask import AskRecord, AskStatus, Destination, MessageRef
+from bridge.deferred import AskUserDeferred
+from bridge.errors import ToolRejected
+from bridge.models import Answer, Question, QuestionSet
+from bridge.poster import Poster
+from bridge.store.base import Store
+
+log = logging.getLogger(__name__)
+
+
+class AskPolicy(BaseModel):
+    """How long to wait for people, how long the ask stays open, and who may answer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    wait: float = Field(default=600.0, ge=0, description="seconds the tool call blocks")
+    expires: float = Field(default=86400.0, gt=0, description="seconds the ask takes answers")
+    on_timeout: Literal["defer", "error"] = "defer"
+    mode: Literal["block", "defer"] = "block"
+    answerers: tuple[str, ...] = ()
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        n, unit = int(seconds // 3600), "hour"
+    elif seconds >= 60 and seconds % 60 == 0:
+        n, unit = int(seconds // 60), "minute"
+    else:
+        return f"{seconds:g} second{'' if seconds == 1 else 's'}"
+    return f"{n} {unit}{'' if n == 1 else 's'}"
+
+
+class ChatHandler:
+    """Ask through ``poster`` at ``destination``, keep state in ``store``, follow ``policy``."""
+
+    def __init__(
+        self,
+        poster: Poster,
+        store: Store,
+        destination: Destination,
+        policy: AskPolicy | None = None,
+    ) -> None:
+        self.poster = poster
+        self.store = store
+        self.destination = destination
+        self.policy = policy or AskPolicy()
+
+    async def __call__(
+        self, questions: Sequence[Question], context: Mapping[str, Any]
+    ) -> tuple[Answer, ...] | AskUserDeferred:
+        policy = self.policy
+        now = time.time()
+        record = AskRecord(
+            questions=QuestionSet(questions=tuple(questions)),
+            destination=self.destination,
+            context=dict(context),
+            answerers=policy.answerers,
+            created_at=now,
+            expires_at=now + policy.expires,
+            deferred=policy.mode == "defer",
+        )
+        await self.store.create(record)
+        try:
+            message = await self.poster.post(record)
+        except asyncio.CancelledError:
+            await self.store.close(record.id, AskStatus.CANCELLED)
+            raise
+        except Exception as exc:
+            await self.store.record_event(record.id, "post_failed", error=repr(exc)[:500])
+            await self.store.close(record.id, AskStatus.CANCELLED)
+            raise ToolRejected(
+                f"could not show the questions in {self.destination.platform}: {exc}. "
+                "Nobody saw them; continue without the answers or try again later."
+            ) from exc
+        await self.store.set_message(record.id, message)
+        if policy.mode == "defer":
+            return self._deferred(record, message)
+        try:
+            done = await self.store.wait(record.id, policy.wait)
+        except asyncio.CancelledError:
+            await self._cancelled(record.id)
+            raise
+        if done is None:
+            done = await self._timed_out(record)
+        if done.status is AskStatus.ANSWERED and done.answers is not None and not done.deferred:
+            return done.answers
+        if done.status is AskStatus.ANSWERED or done.deferred:
+            return self._deferred(done, message)
+        what = "expired" if done.status is AskStatus.EXPIRED else "were cancelled"
+        raise ToolRejected(
+            f"nobody answered: the questions {what} before anyone answered. Continue without "
+            "the answers, or ask again if you still need them."
+        )
+
+    async def _timed_out(self, record: AskRecord) -> AskRecord:
+        """The wait ran out: defer (keeping the ask open) or close it as expired."""
+        if self.policy.on_timeout == "error":
+            closed = await self.store.close(record.id, AskStatus.EXPIRED)
+            if closed is not None:
+                await self._render(closed)
+                raise ToolRejected(
+                    f"nobody answered within {_duration(self.policy.wait)}; the questions are "
+                    "closed. Continue without the answers, or ask again later if you must."
+                )
+        # defer() is atomic with submit: an answer that just landed comes back, taken by us
+        current = await self.store.defer(record.id)
+        if current is None:
+            raise ToolRejected("the questions vanished from the store before anyone answered")
+        if current.status is AskStatus.PENDING:
+            return current.model_copy(update={"deferred": True})
+        return current
+
+    async def _cancelled(self, ask_id: str) -> None:
+        closed = await self.store.close(ask_id, AskStatus.CANCELLED)
+        if closed is not None:
+            await self._render(closed)
+        else:  # answered while we were being cancelled: nobody will take it here
+            await self.store.release(ask_id)
+
+    async def _render(self, record: AskRecord) -> None:
+        try:
+            await self.poster.update(record)
+        except Exception:  # the outcome stands even if the message could not be re-rendered
+            log.warning("could not re-render ask %s", record.id, exc_info=True)
+
+    def _deferred(self, record: AskRecord, message: MessageRef | None) -> AskUserDeferred:
+        extra: dict[str, Any] = {"ask_id": record.id, "expires_at": record.expires_at}
+        if message is not None:
+            extra["message"] = message.model_dump(mode="json")
+        return AskUserDeferred(extra=extra)

@@ -1,0 +1,212 @@
+-- Every state change of one ask, atomically. Key scheme: bridge/store/keys.py.
+--
+-- KEYS: 1 rec (hash), 2 log (list), 3 drafts (hash), 4 lease (string) -- one hash slot.
+-- ARGV: 1 op, 2 now (seconds, JSON number text), 3 events channel, 4 ask id,
+--       5 retention (ms), 6 log cap; then the op's own arguments from ARGV[7].
+-- Replies: {verdict, HGETALL of the record} (the record part is absent where noted).
+-- Events are JSON built here from pre-encoded pieces, so no JSON is ever re-encoded by cjson.
+
+local rec, log, drafts, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local op, now, channel, ask_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local retention_ms, log_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
+
+local function record()
+  return redis.call('HGETALL', rec)
+end
+
+-- Append to the audit trail. user_json is a JSON string or "null"; detail_json a JSON object.
+local function event(kind, user_json, detail_json)
+  local line = '{"at":' .. now .. ',"kind":"' .. kind .. '","user_id":' .. user_json
+    .. ',"detail":' .. detail_json .. '}'
+  redis.call('RPUSH', log, line)
+  redis.call('LTRIM', log, -log_cap, -1)
+  local ttl = redis.call('PTTL', rec)
+  if ttl > 0 then
+    redis.call('PEXPIRE', log, ttl)
+  end
+end
+
+-- Leave "pending": decide who gets the outcome, wake waiters, start the retention clock.
+local function finish(status)
+  redis.call('HSET', rec, 'status', status)
+  local handoff
+  if redis.call('HGET', rec, 'deferred') == '1' then
+    handoff = 'feed'
+  elseif status == 'answered' then
+    if redis.call('EXISTS', lease) == 1 then
+      handoff = 'waiter'
+    else
+      handoff = 'feed'
+      redis.call('HSET', rec, 'deferred', '1')
+    end
+  else
+    handoff = 'none'
+  end
+  redis.call('HSET', rec, 'handoff', handoff)
+  redis.call('DEL', drafts)
+  redis.call('PEXPIRE', rec, retention_ms)
+  redis.call('PEXPIRE', log, retention_ms)
+  redis.call('PUBLISH', channel, ask_id)
+  return handoff
+end
+
+local function allowed(user_id, groups_json)
+  local answerers = cjson.decode(redis.call('HGET', rec, 'answerers') or '[]')
+  if #answerers == 0 then
+    return true
+  end
+  local set = {}
+  for _, a in ipairs(answerers) do
+    set[a] = true
+  end
+  if set[user_id] then
+    return true
+  end
+  for _, g in ipairs(cjson.decode(groups_json)) do
+    if set[g] then
+      return true
+    end
+  end
+  return false
+end
+
+local exists = redis.call('EXISTS', rec) == 1
+
+if op == 'create' then
+  -- 7 body, 8 expires_at, 9 answerers, 10 deferred, 11 ttl ms, 12 lease ms, 13 event detail
+  if exists then
+    return {'exists'}
+  end
+  redis.call('HSET', rec, 'body', ARGV[7], 'status', 'pending', 'exp', ARGV[8],
+    'answerers', ARGV[9], 'deferred', ARGV[10], 'handoff', '')
+  redis.call('PEXPIRE', rec, ARGV[11])
+  event('created', 'null', ARGV[13])
+  if ARGV[10] == '0' and tonumber(ARGV[12]) > 0 then
+    redis.call('SET', lease, '1', 'PX', ARGV[12])
+  end
+  return {'ok'}
+end
+
+if not exists then
+  return {'missing'}
+end
+local status = redis.call('HGET', rec, 'status')
+
+if op == 'message' then
+  -- 7 message JSON, 8 event detail
+  redis.call('HSET', rec, 'message', ARGV[7])
+  event('posted', 'null', ARGV[8])
+  return {'ok', record()}
+elseif op == 'event' then
+  -- 7 kind, 8 user JSON, 9 detail
+  event(ARGV[7], ARGV[8], ARGV[9])
+  return {'ok'}
+elseif op == 'draft' then
+  -- 7 user id, 8 draft JSON
+  if status ~= 'pending' then
+    return {'closed'}
+  end
+  redis.call('HSET', drafts, ARGV[7], ARGV[8])
+  redis.call('PEXPIRE', drafts, redis.call('PTTL', rec))
+  return {'ok'}
+elseif op == 'submit' then
+  -- 7 user id, 8 groups JSON, 9 responder JSON, 10 answers JSON, 11 user JSON, 12 detail
+  local user_id, user_json, detail = ARGV[7], ARGV[11], ARGV[12]
+  if not allowed(user_id, ARGV[8]) then
+    event('refused', user_json, detail)
+    return {'not_allowed', record()}
+  end
+  if status == 'answered' then
+    if redis.call('HGET', rec, 'by_user') == user_id
+        and redis.call('HGET', rec, 'answers') == ARGV[10] then
+      return {'repeated', record()}
+    end
+    event('late', user_json, detail)
+    return {'already_answered', record()}
+  elseif status ~= 'pending' then
+    event('late', user_json, detail)
+    return {'closed', record()}
+  end
+  redis.call('HSET', rec, 'answers', ARGV[10], 'by', ARGV[9], 'by_user', user_id, 'at', now)
+  event('answered', user_json, detail)
+  finish('answered')
+  return {'accepted', record()}
+elseif op == 'close' then
+  -- 7 status (expired|cancelled), 8 user JSON (who closed it, or null)
+  if status ~= 'pending' then
+    return {'not_pending', record()}
+  end
+  redis.call('HSET', rec, 'closed_at', now)
+  event(ARGV[7], ARGV[8], '{}')
+  finish(ARGV[7])
+  return {'closed', record()}
+elseif op == 'defer' then
+  if status == 'pending' then
+    redis.call('HSET', rec, 'deferred', '1')
+    redis.call('DEL', lease)
+    event('deferred', 'null', '{}')
+    return {'deferred', record()}
+  end
+  if redis.call('HGET', rec, 'handoff') == 'waiter' then
+    redis.call('HSET', rec, 'handoff', 'taken')
+    redis.call('DEL', lease)
+    return {'taken', record()}
+  end
+  return {'other', record()}
+elseif op == 'take' then
+  -- the waiting call claims the outcome; only a 'waiter' hand-off can be taken
+  if redis.call('HGET', rec, 'handoff') == 'waiter' then
+    redis.call('HSET', rec, 'handoff', 'taken')
+    redis.call('DEL', lease)
+    return {'taken', record()}
+  end
+  return {'other', record()}
+elseif op == 'release' then
+  -- the waiting call is gone (cancelled): an answer it did not take goes to the feed
+  redis.call('DEL', lease)
+  if redis.call('HGET', rec, 'handoff') == 'waiter' then
+    redis.call('HSET', rec, 'handoff', 'feed', 'deferred', '1')
+    event('handed_to_feed', 'null', '{}')
+    return {'feed', record()}
+  end
+  return {'other'}
+elseif op == 'settle' then
+  -- a sweeper's visit; 7 seconds until an unclaimed 'waiter' hand-off is checked again
+  if status == 'pending' then
+    if tonumber(redis.call('HGET', rec, 'exp')) <= tonumber(now) then
+      redis.call('HSET', rec, 'closed_at', now)
+      event('expired', 'null', '{}')
+      finish('expired')
+      return {'expired', record()}
+    end
+    return {'later', redis.call('HGET', rec, 'exp')}
+  end
+  local handoff = redis.call('HGET', rec, 'handoff')
+  if handoff == 'waiter' then
+    if redis.call('EXISTS', lease) == 1 then
+      return {'later', tostring(tonumber(now) + tonumber(ARGV[7]))}
+    end
+    redis.call('HSET', rec, 'handoff', 'feed', 'deferred', '1')
+    event('handed_to_feed', 'null', '{}')
+    return {'feed', record()}
+  elseif handoff == 'feed' then
+    return {'feed', record()}
+  end
+  return {'done'}
+elseif op == 'sent' then
+  if redis.call('HGET', rec, 'handoff') == 'feed' then
+    redis.call('HSET', rec, 'handoff', 'sent')
+  end
+  return {'ok'}
+elseif op == 'deliver' then
+  -- 7 feed entry id: the first entry for an ask delivers it; a duplicate entry never does
+  local fed = redis.call('HGET', rec, 'fed')
+  if not fed then
+    redis.call('HSET', rec, 'fed', ARGV[7])
+    return {'deliver', record()}
+  elseif fed == ARGV[7] then
+    return {'deliver', record()}
+  end
+  return {'dup'}
+end
+return redis.error_reply('ask.lua: unknown op ' .. tostring(op))

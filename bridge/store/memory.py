@@ -1,0 +1,360 @@
+"""``MemoryStore``: the embedded default when no ``REDIS_URL`` is set (one process, no durability).
+
+It keeps the exact semantics of :class:`~bridge.store.redis.RedisStore` -- verdicts, hand-off to a
+live waiter or the feed, leases, sweeping, retention, audit trail -- so code tested against it
+behaves the same on Redis. Each operation runs under one lock with no ``await`` inside, which is
+what makes it atomic (the Lua script's job in Redis); waiters on any event loop are woken safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
+from bridge.models import Answer
+from bridge.store.base import Delivery, HistoryEvent, Store, SubmitOutcome, SubmitResult
+from bridge.store.redis import (
+    _KIND,
+    DEFAULT_LEASE_TTL,
+    DEFAULT_RETENTION,
+    answers_json,
+)
+
+
+@dataclass
+class _Ask:
+    record: AskRecord
+    purge_at: float
+    lease_until: float = 0.0
+    waiting: int = 0
+    handoff: str = ""
+    answers_key: str | None = None
+    fed: str | None = None
+    drafts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    log: list[HistoryEvent] = field(default_factory=list)
+
+    def lease_live(self, now: float) -> bool:
+        return self.waiting > 0 or now < self.lease_until
+
+
+class MemoryStore(Store):
+    def __init__(
+        self,
+        *,
+        retention: float = DEFAULT_RETENTION,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        claim_idle: float = 60.0,
+        log_cap: int = 500,
+    ) -> None:
+        self.retention = retention
+        self.lease_ttl = lease_ttl
+        self.claim_idle = claim_idle
+        self._log_cap = log_cap
+        self._lock = threading.Lock()
+        self._asks: dict[str, _Ask] = {}
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._ids = itertools.count(1)
+        self._entries: OrderedDict[str, str] = OrderedDict()  # feed entry id -> ask id
+        self._fresh: list[str] = []  # entries not yet handed to any consumer
+        self._pending: dict[str, tuple[str, float]] = {}  # entry -> (consumer, handed out at)
+        self._feed_changed: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    # -- internals (call with the lock held) ---------------------------------------------------
+
+    def _live(self, ask_id: str, now: float | None = None) -> _Ask | None:
+        entry = self._asks.get(ask_id)
+        if entry is not None and entry.purge_at <= (time.time() if now is None else now):
+            del self._asks[ask_id]
+            return None
+        return entry
+
+    def _event(
+        self, entry: _Ask, kind: str, user_id: str | None, now: float, **detail: Any
+    ) -> None:
+        entry.log.append(HistoryEvent(at=now, kind=kind, user_id=user_id, detail=detail))
+        del entry.log[: -self._log_cap]
+
+    def _finish(self, entry: _Ask, status: AskStatus, now: float) -> None:
+        rec = entry.record
+        if rec.deferred:
+            entry.handoff = "feed"
+        elif status is AskStatus.ANSWERED:
+            entry.handoff = "waiter" if entry.lease_live(now) else "feed"
+        else:
+            entry.handoff = "none"
+        entry.record = rec.model_copy(
+            update={"status": status, "deferred": rec.deferred or entry.handoff == "feed"}
+        )
+        entry.drafts.clear()
+        entry.purge_at = now + self.retention
+        if entry.handoff == "feed":
+            self._enqueue(entry)
+        self._wake(rec.id)
+
+    def _enqueue(self, entry: _Ask) -> None:
+        entry_id = f"{int(time.time() * 1000)}-{next(self._ids)}"
+        self._entries[entry_id] = entry.record.id
+        self._fresh.append(entry_id)
+        entry.handoff = "sent"
+        for loop, event in self._feed_changed:
+            loop.call_soon_threadsafe(event.set)
+
+    def _wake(self, ask_id: str) -> None:
+        for fut in self._waiters.get(ask_id, ()):
+            fut.get_loop().call_soon_threadsafe(_resolve, fut)
+
+    # -- the contract --------------------------------------------------------------------------
+
+    async def create(self, record: AskRecord) -> None:
+        with self._lock:
+            if self._live(record.id) is not None:
+                raise ValueError(f"an ask with id {record.id!r} already exists")
+            now = record.created_at
+            entry = _Ask(
+                record=record,
+                purge_at=max(record.expires_at, now) + self.retention,
+                lease_until=0.0 if record.deferred else now + self.lease_ttl,
+            )
+            self._event(
+                entry,
+                "created",
+                None,
+                now,
+                destination=record.destination.model_dump(mode="json"),
+                answerers=list(record.answerers),
+            )
+            self._asks[record.id] = entry
+
+    async def get(self, ask_id: str) -> AskRecord | None:
+        with self._lock:
+            entry = self._live(ask_id)
+            return entry.record if entry else None
+
+    async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
+        with self._lock:
+            entry = self._live(ask_id)
+            if entry is None:
+                return None
+            entry.record = entry.record.model_copy(update={"message": message})
+            self._event(entry, "posted", None, time.time(), message=message.model_dump(mode="json"))
+            return entry.record
+
+    async def defer(self, ask_id: str) -> AskRecord | None:
+        with self._lock:
+            entry = self._live(ask_id)
+            if entry is None:
+                return None
+            if entry.record.status is AskStatus.PENDING:
+                entry.record = entry.record.model_copy(update={"deferred": True})
+                entry.lease_until = 0.0
+                self._event(entry, "deferred", None, time.time())
+            elif entry.handoff == "waiter":
+                entry.handoff = "taken"
+                entry.lease_until = 0.0
+            return entry.record
+
+    async def save_draft(self, ask_id: str, user_id: str, draft: dict[str, Any]) -> None:
+        with self._lock:
+            entry = self._live(ask_id)
+            if entry is not None and entry.record.status is AskStatus.PENDING:
+                entry.drafts[user_id] = dict(draft)
+
+    async def get_draft(self, ask_id: str, user_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            entry = self._live(ask_id)
+            found = entry.drafts.get(user_id) if entry else None
+            return dict(found) if found is not None else None
+
+    async def submit(self, ask_id: str, who: Responder, answers: Sequence[Answer]) -> SubmitResult:
+        chosen = answers_json(answers)
+        detail = {"name": who.name, "answers": [a.model_dump(mode="json") for a in answers]}
+        with self._lock:
+            now = time.time()
+            entry = self._live(ask_id, now)
+            if entry is None:
+                return SubmitResult(SubmitOutcome.NOT_FOUND, None)
+            rec = entry.record
+            if not rec.may_answer(who):
+                self._event(entry, "refused", who.user_id, now, **detail)
+                return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
+            if rec.status is AskStatus.ANSWERED:
+                by = rec.answered_by
+                if by is not None and by.user_id == who.user_id and entry.answers_key == chosen:
+                    return SubmitResult(SubmitOutcome.REPEATED, rec)
+                self._event(entry, "late", who.user_id, now, **detail)
+                return SubmitResult(SubmitOutcome.ALREADY_ANSWERED, rec)
+            if rec.status is not AskStatus.PENDING:
+                self._event(entry, "late", who.user_id, now, **detail)
+                return SubmitResult(SubmitOutcome.CLOSED, rec)
+            entry.record = rec.model_copy(
+                update={"answers": tuple(answers), "answered_by": who, "answered_at": now}
+            )
+            entry.answers_key = chosen
+            self._event(entry, "answered", who.user_id, now, **detail)
+            self._finish(entry, AskStatus.ANSWERED, now)
+            return SubmitResult(SubmitOutcome.ACCEPTED, entry.record)
+
+    async def close(
+        self, ask_id: str, status: AskStatus, *, by: str | None = None
+    ) -> AskRecord | None:
+        if status not in (AskStatus.EXPIRED, AskStatus.CANCELLED):
+            raise ValueError(f"close() ends an ask as expired or cancelled, not {status}")
+        with self._lock:
+            now = time.time()
+            entry = self._live(ask_id, now)
+            if entry is None or entry.record.status is not AskStatus.PENDING:
+                return None
+            entry.record = entry.record.model_copy(update={"closed_at": now})
+            self._event(entry, status.value, by, now)
+            self._finish(entry, status, now)
+            return entry.record
+
+    async def release(self, ask_id: str) -> None:
+        with self._lock:
+            entry = self._live(ask_id)
+            if entry is None:
+                return
+            entry.lease_until = 0.0
+            if entry.handoff == "waiter":
+                entry.record = entry.record.model_copy(update={"deferred": True})
+                self._event(entry, "handed_to_feed", None, time.time())
+                self._enqueue(entry)
+
+    async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            entry = self._live(ask_id)
+            if entry is None:
+                return None
+            entry.waiting += 1
+            self._waiters.setdefault(ask_id, set()).add(fut)
+            if entry.record.status is not AskStatus.PENDING:
+                fut.set_result(None)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return None
+        finally:
+            with self._lock:
+                group = self._waiters.get(ask_id, set())
+                group.discard(fut)
+                if not group:
+                    self._waiters.pop(ask_id, None)
+                entry.waiting -= 1
+                entry.lease_until = time.time() + self.lease_ttl
+        with self._lock:
+            if entry.handoff == "waiter":
+                entry.handoff = "taken"
+                entry.lease_until = 0.0
+            return entry.record
+
+    async def record_event(
+        self, ask_id: str, kind: str, *, user_id: str | None = None, **detail: Any
+    ) -> None:
+        if not _KIND.match(kind):
+            raise ValueError(f"event kind must be lower_snake_case, at most 32 chars: {kind!r}")
+        with self._lock:
+            entry = self._live(ask_id)
+            if entry is not None:
+                self._event(entry, kind, user_id, time.time(), **detail)
+
+    async def history(self, ask_id: str) -> list[HistoryEvent]:
+        with self._lock:
+            entry = self._live(ask_id)
+            return list(entry.log) if entry else []
+
+    async def list_pending(self) -> list[AskRecord]:
+        with self._lock:
+            now = time.time()
+            found = [
+                e.record
+                for e in list(self._asks.values())
+                if self._live(e.record.id, now) and e.record.status is AskStatus.PENDING
+            ]
+        return sorted(found, key=lambda r: r.created_at)
+
+    async def sweep(self, now: float | None = None) -> list[AskRecord]:
+        now = time.time() if now is None else now
+        expired: list[AskRecord] = []
+        with self._lock:
+            for ask_id in list(self._asks):
+                entry = self._live(ask_id, now)
+                if entry is None:
+                    continue
+                if entry.record.status is AskStatus.PENDING and entry.record.expires_at <= now:
+                    entry.record = entry.record.model_copy(update={"closed_at": now})
+                    self._event(entry, "expired", None, now)
+                    self._finish(entry, AskStatus.EXPIRED, now)
+                    expired.append(entry.record)
+                elif entry.handoff == "waiter" and not entry.lease_live(time.time()):
+                    entry.record = entry.record.model_copy(update={"deferred": True})
+                    self._event(entry, "handed_to_feed", None, now)
+                    self._enqueue(entry)
+        return expired
+
+    # -- the feed ------------------------------------------------------------------------------
+
+    async def feed(self, consumer: str) -> AsyncIterator[Delivery]:
+        changed = asyncio.Event()
+        token = (asyncio.get_running_loop(), changed)
+        with self._lock:
+            self._feed_changed.append(token)
+        restart = True  # first round: this consumer's own unacknowledged deliveries
+        try:
+            while True:
+                changed.clear()
+                batch = self._take_batch(consumer, restart)
+                restart = False
+                for delivery in batch:
+                    yield delivery
+                if not batch and not changed.is_set():
+                    try:
+                        await asyncio.wait_for(changed.wait(), timeout=min(self.claim_idle, 1.0))
+                    except TimeoutError:
+                        pass
+        finally:
+            with self._lock:
+                self._feed_changed.remove(token)
+
+    def _take_batch(self, consumer: str, restart: bool) -> list[Delivery]:
+        """Like XREADGROUP 0 (on restart), then XAUTOCLAIM of idle entries, then XREADGROUP >."""
+        with self._lock:
+            now = time.time()
+            mine = [e for e, (c, _) in self._pending.items() if restart and c == consumer]
+            stale = [
+                e
+                for e, (_, at) in self._pending.items()
+                if now - at >= self.claim_idle and e not in mine
+            ]
+            fresh, self._fresh = self._fresh, []
+            out: list[Delivery] = []
+            for entry_id in [*mine, *stale, *fresh]:
+                self._pending[entry_id] = (consumer, now)
+                entry = self._live(self._entries.get(entry_id, ""), now)
+                if entry is None or entry.fed not in (None, entry_id):
+                    self._drop(entry_id)
+                    continue
+                entry.fed = entry_id
+                out.append(Delivery(entry_id, entry.record))
+            return out
+
+    def _drop(self, entry_id: str) -> None:
+        self._pending.pop(entry_id, None)
+        self._entries.pop(entry_id, None)
+
+    async def ack(self, delivery: Delivery) -> None:
+        with self._lock:
+            self._drop(delivery.delivery_id)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -1,0 +1,126 @@
+"""Fixtures for the engine tests: one real server and one real 3-node cluster per session.
+
+Each test gets its own key prefix, so tests share the servers without seeing each other's asks.
+``store_kind`` parametrises the store contract suite over every backend: the in-memory store, a
+standalone server, the cluster, and ``REDIS_URL`` when it is set.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from redis_server import RedisServer, env_redis_url, redis_cluster, redis_server
+
+from bridge.ask import AskRecord, Destination
+from bridge.models import Option, Question, QuestionSet
+from bridge.store.base import Store
+from bridge.store.memory import MemoryStore
+from bridge.store.redis import RedisStore
+
+__all__ = ["cluster", "make_store", "standalone", "store", "store_kind"]
+
+KINDS = ["memory", "redis", "cluster", *(["env"] if env_redis_url() else [])]
+
+StoreFactory = Callable[..., Awaitable[Store]]
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServer]]:
+    with redis_cluster(tmp_path_factory.mktemp("cluster")) as servers:
+        yield servers
+
+
+def url_for(kind: str, request: pytest.FixtureRequest) -> str | None:
+    if kind == "memory":
+        return None
+    if kind == "redis":
+        server: RedisServer = request.getfixturevalue("standalone")
+        return server.url
+    if kind == "cluster":
+        nodes: list[RedisServer] = request.getfixturevalue("cluster")
+        return f"redis+cluster://127.0.0.1:{nodes[0].port}"
+    url = env_redis_url()
+    assert url is not None
+    return url
+
+
+@pytest.fixture(params=KINDS)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def make_store(
+    store_kind: str, request: pytest.FixtureRequest
+) -> AsyncIterator[StoreFactory]:
+    """``await make_store(**options)``: a store of this test's backend. Several Redis stores of one
+    test share a prefix, like replicas of one deployment; the memory backend has one instance."""
+    url = url_for(store_kind, request)
+    prefix = f"t{secrets.token_hex(4)}"
+    made: list[Store] = []
+    memory: list[MemoryStore] = []
+
+    async def factory(**options: Any) -> Store:
+        if url is None:
+            if not memory:
+                memory.append(MemoryStore(**options))
+            return memory[0]
+        store = RedisStore.from_url(url, prefix=prefix, **options)
+        made.append(store)
+        return store
+
+    yield factory
+    for store in made:
+        await store.aclose()
+
+
+@pytest.fixture
+async def store(make_store: StoreFactory) -> Store:
+    return await make_store()
+
+
+def questions(n: int = 1) -> QuestionSet:
+    return QuestionSet(
+        questions=tuple(
+            Question(
+                question=f"Question number {i}?",
+                header=f"Q{i}",
+                options=(
+                    Option(label="Yes", description="Do it"),
+                    Option(label="No", description="Do not"),
+                    Option(label="Later", description="Ask again tomorrow"),
+                ),
+                multiSelect=i % 2 == 1,
+            )
+            for i in range(n)
+        )
+    )
+
+
+def new_record(
+    *,
+    expires_in: float = 3600.0,
+    answerers: tuple[str, ...] = (),
+    deferred: bool = False,
+    n: int = 1,
+) -> AskRecord:
+    now = time.time()
+    return AskRecord(
+        questions=questions(n),
+        destination=Destination(platform="memory", channel="C1"),
+        context={"session": "s1"},
+        answerers=answerers,
+        created_at=now,
+        expires_at=now + expires_in,
+        deferred=deferred,
+    )

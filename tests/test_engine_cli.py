@@ -1,0 +1,68 @@
+"""``ask-bridge list / show / cancel`` against a real server, through the CLI's ``main``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+
+import pytest
+from engine_fixtures import *  # noqa: F403  (the store fixtures)
+from engine_fixtures import new_record
+from redis_server import RedisServer
+
+from bridge.ask import AskStatus, Responder
+from bridge.cli import main
+from bridge.models import Answer
+from bridge.store.redis import RedisStore
+
+
+@pytest.fixture
+def prefix(standalone: RedisServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    value = f"cli{secrets.token_hex(3)}"
+    monkeypatch.setenv("REDIS_URL", standalone.url)
+    monkeypatch.setenv("ASK_BRIDGE_KEY_PREFIX", value)
+    return value
+
+
+async def _seed(url: str, prefix: str) -> tuple[str, str]:
+    store = RedisStore.from_url(url, prefix=prefix)
+    try:
+        pending, answered = new_record(n=2), new_record()
+        await store.create(pending)
+        await store.create(answered)
+        who = Responder(user_id="U1", name="Una")
+        await store.submit(
+            answered.id, who, (Answer(question="Question number 0?", selected=("No",)),)
+        )
+        return pending.id, answered.id
+    finally:
+        await store.aclose()
+
+
+def test_list_show_cancel(
+    standalone: RedisServer, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pending, answered = asyncio.run(_seed(standalone.url, prefix))
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert pending in out and answered not in out and "[Q0,Q1]" in out
+    assert main(["list", "--json"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["id"] == pending
+
+    assert main(["show", answered]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["record"]["status"] == "answered"
+    assert [e["kind"] for e in shown["history"]] == ["created", "answered"]
+    assert main(["show", "nope"]) == 1
+
+    assert main(["cancel", pending, "--by", "U_ops"]) == 0
+    assert f"cancelled {pending}" in capsys.readouterr().out
+    assert main(["cancel", pending]) == 1
+    assert "not pending (cancelled)" in capsys.readouterr().err
+    assert main(["list"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["show", pending]) == 0
+    history = json.loads(capsys.readouterr().out)["history"]
+    assert history[-1]["kind"] == AskStatus.CANCELLED.value and history[-1]["user_id"] == "U_ops"

@@ -1,0 +1,144 @@
+"""The chat handler end to end with the in-memory poster: block, defer, timeouts, cancel, expiry."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from engine_fixtures import *  # noqa: F403  (the store fixtures)
+from engine_fixtures import StoreFactory, questions
+
+from bridge.ask import AskStatus, Destination, Responder
+from bridge.deferred import AskUserDeferred
+from bridge.errors import ToolRejected
+from bridge.feed import render_delivery
+from bridge.handler import AskPolicy, ChatHandler
+from bridge.memory_poster import MemoryPoster
+from bridge.models import Answer
+from bridge.store.base import Store, SubmitOutcome
+from bridge.sweeper import Sweeper
+
+DEST = Destination(platform="memory", channel="C42")
+QS = list(questions(2).questions)
+ALICE = Responder(user_id="U_ALICE", name="Alice")
+ANSWERS = (
+    Answer(question="Question number 0?", selected=("Yes",)),
+    Answer(question="Question number 1?", selected=("No", "Later")),
+)
+
+
+async def test_block_returns_the_answers(store: Store) -> None:
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=10))
+    call = asyncio.create_task(handler(QS, {"thread": "t1"}))
+    posted = await poster.next_post()
+    assert posted.destination == DEST and posted.context == {"thread": "t1"}
+    result = await store.submit(posted.id, ALICE, ANSWERS)
+    assert result.outcome is SubmitOutcome.ACCEPTED
+    assert await call == ANSWERS
+    record = await store.get(posted.id)
+    assert record is not None and record.message is not None  # posted and remembered
+    assert poster.updated(posted.id) == []  # the submitter re-renders, not the handler
+    kinds = [e.kind for e in await store.history(posted.id)]
+    assert kinds == ["created", "posted", "answered"]
+
+
+async def test_defer_mode_returns_at_once_and_answer_reaches_feed(store: Store) -> None:
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(mode="defer"))
+    outcome = await handler(QS, {})
+    assert isinstance(outcome, AskUserDeferred)
+    assert outcome.extra is not None
+    ask_id = outcome.extra["ask_id"]
+    assert outcome.extra["message"]["channel"] == "C42"
+    await store.submit(ask_id, ALICE, ANSWERS)
+    feed = store.feed("host")
+    delivery = await asyncio.wait_for(anext(feed), 10)
+    await feed.aclose()  # type: ignore[attr-defined]
+    assert delivery.record.id == ask_id
+    assert json.loads(render_delivery(delivery))["answers"][1]["selected"] == ["No", "Later"]
+
+
+async def test_timeout_defers_and_keeps_ask_open(store: Store) -> None:
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=0.1, on_timeout="defer"))
+    outcome = await handler(QS, {})
+    assert isinstance(outcome, AskUserDeferred)
+    ask_id = outcome.extra["ask_id"]  # type: ignore[index]
+    record = await store.get(ask_id)
+    assert record is not None and record.status is AskStatus.PENDING and record.deferred
+    assert (await store.submit(ask_id, ALICE, ANSWERS)).outcome is SubmitOutcome.ACCEPTED
+    feed = store.feed("host")
+    assert (await asyncio.wait_for(anext(feed), 10)).record.id == ask_id
+    await feed.aclose()  # type: ignore[attr-defined]
+
+
+async def test_timeout_error_closes_rerenders_and_tells_model(store: Store) -> None:
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=0.1, on_timeout="error"))
+    with pytest.raises(ToolRejected, match=r"nobody answered within 0\.1 seconds"):
+        await handler(QS, {})
+    ask_id = poster.posts[0].id
+    (update,) = poster.updated(ask_id)
+    assert update.status is AskStatus.EXPIRED
+    late = await store.submit(ask_id, ALICE, ANSWERS)
+    assert late.outcome is SubmitOutcome.CLOSED
+
+
+async def test_cancelling_the_call_cancels_the_ask(store: Store) -> None:
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=30))
+    call = asyncio.create_task(handler(QS, {}))
+    posted = await poster.next_post()
+    await asyncio.sleep(0.05)  # let the call reach its wait
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    (update,) = poster.updated(posted.id)
+    assert update.status is AskStatus.CANCELLED
+    assert (await store.submit(posted.id, ALICE, ANSWERS)).outcome is SubmitOutcome.CLOSED
+
+
+async def test_expiry_is_swept_and_rerendered_once(make_store: StoreFactory) -> None:
+    store = await make_store()
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(mode="defer", expires=0.2))
+    outcome = await handler(QS, {})
+    ask_id = outcome.extra["ask_id"]  # type: ignore[union-attr]
+    sweepers = [Sweeper(store, {"memory": poster}), Sweeper(await make_store(), {"memory": poster})]
+    await asyncio.sleep(0.25)  # the ask's own expiry time must pass (a clock, nothing to await)
+    swept = await asyncio.gather(*(s.sweep_once() for s in sweepers))
+    assert sorted(len(s) for s in swept) == [0, 1]
+    (update,) = poster.updated(ask_id)
+    assert update.status is AskStatus.EXPIRED
+    assert (await store.submit(ask_id, ALICE, ANSWERS)).outcome is SubmitOutcome.CLOSED
+
+
+async def test_post_failure_is_a_clear_tool_error(store: Store) -> None:
+    poster = MemoryPoster(fail_post=RuntimeError("channel_not_found"))
+    handler = ChatHandler(poster, store, DEST)
+    with pytest.raises(ToolRejected, match="could not show the questions in memory"):
+        await handler(QS, {})
+    assert await store.list_pending() == []
+
+
+async def test_answer_racing_the_timeout_is_not_lost(store: Store) -> None:
+    """The answer lands after the wait gave up but before defer(): defer hands it back."""
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=0))
+    record = None
+
+    real_wait = store.wait
+
+    async def wait_then_answer(ask_id: str, timeout: float) -> object:  # noqa: ASYNC109
+        nonlocal record
+        record = await store.submit(ask_id, ALICE, ANSWERS)
+        return None  # as if the timeout fired just before the answer
+
+    store.wait = wait_then_answer  # type: ignore[method-assign,assignment]
+    try:
+        assert await handler(QS, {}) == ANSWERS
+    finally:
+        store.wait = real_wait  # type: ignore[method-assign]
+    assert record is not None

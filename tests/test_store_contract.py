@@ -1,0 +1,321 @@
+"""The store contract, run against every backend: memory, a real server, a real 3-node cluster
+(and ``REDIS_URL`` when set). Same verdicts, same hand-offs, same audit trail everywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from engine_fixtures import *  # noqa: F403  (the store fixtures)
+from engine_fixtures import StoreFactory, new_record
+
+from bridge.ask import AskStatus, MessageRef, Responder
+from bridge.feed import render_delivery
+from bridge.models import Answer
+from bridge.store.base import Delivery, Store, SubmitOutcome
+
+ALICE = Responder(user_id="U_ALICE", name="Alice")
+BOB = Responder(user_id="U_BOB", name="Bob")
+YES = (Answer(question="Question number 0?", selected=("Yes",)),)
+NO = (Answer(question="Question number 0?", selected=("No",)),)
+
+
+async def next_delivery(source: Store, consumer: str = "c1") -> Delivery:
+    feed = source.feed(consumer)
+    try:
+        return await asyncio.wait_for(anext(feed), 10)
+    finally:
+        await feed.aclose()  # type: ignore[attr-defined]
+
+
+async def test_create_get_and_duplicate(store: Store) -> None:
+    rec = new_record(answerers=("U_ALICE",), n=3)
+    await store.create(rec)
+    got = await store.get(rec.id)
+    assert got == rec
+    assert await store.get("no-such-ask") is None
+    with pytest.raises(ValueError, match="already exists"):
+        await store.create(rec)
+
+
+async def test_message_and_history(store: Store) -> None:
+    rec = new_record()
+    await store.create(rec)
+    ref = MessageRef(platform="memory", channel="C1", message_id="42", extra={"ts": "1.2"})
+    updated = await store.set_message(rec.id, ref)
+    assert updated is not None and updated.message == ref
+    assert (await store.get(rec.id)).message == ref  # type: ignore[union-attr]
+    await store.record_event(rec.id, "click", user_id="U_ALICE", option="Yes")
+    assert await store.set_message("missing", ref) is None
+    kinds = [e.kind for e in await store.history(rec.id)]
+    assert kinds == ["created", "posted", "click"]
+    click = (await store.history(rec.id))[-1]
+    assert click.user_id == "U_ALICE" and click.detail == {"option": "Yes"}
+    with pytest.raises(ValueError):
+        await store.record_event(rec.id, 'bad"kind')
+
+
+async def test_drafts_are_per_user_and_dropped_on_close(store: Store) -> None:
+    rec = new_record(n=2)
+    await store.create(rec)
+    await store.save_draft(rec.id, "U_ALICE", {"Question number 0?": ["Yes"]})
+    await store.save_draft(rec.id, "U_BOB", {"Question number 1?": ["No", "Later"]})
+    assert await store.get_draft(rec.id, "U_ALICE") == {"Question number 0?": ["Yes"]}
+    assert await store.get_draft(rec.id, "U_BOB") == {"Question number 1?": ["No", "Later"]}
+    assert await store.get_draft(rec.id, "U_CAROL") is None
+    await store.close(rec.id, AskStatus.CANCELLED)
+    assert await store.get_draft(rec.id, "U_ALICE") is None
+    await store.save_draft(rec.id, "U_ALICE", {"x": 1})
+    assert await store.get_draft(rec.id, "U_ALICE") is None
+
+
+async def test_submit_verdicts(store: Store) -> None:
+    rec = new_record()
+    await store.create(rec)
+    first = await store.submit(rec.id, ALICE, YES)
+    assert first.outcome is SubmitOutcome.ACCEPTED and first.ok
+    assert first.record is not None
+    assert first.record.status is AskStatus.ANSWERED
+    assert first.record.answers == YES and first.record.answered_by == ALICE
+    again = await store.submit(rec.id, ALICE, YES)
+    assert again.outcome is SubmitOutcome.REPEATED and again.ok
+    changed = await store.submit(rec.id, ALICE, NO)
+    assert changed.outcome is SubmitOutcome.ALREADY_ANSWERED and not changed.ok
+    late = await store.submit(rec.id, BOB, YES)
+    assert late.outcome is SubmitOutcome.ALREADY_ANSWERED
+    assert late.record is not None and late.record.answered_by == ALICE
+    assert late.record.answered_at == first.record.answered_at
+    assert (await store.submit("nope", ALICE, YES)).outcome is SubmitOutcome.NOT_FOUND
+    kinds = [e.kind for e in await store.history(rec.id)]
+    assert kinds == ["created", "answered", "late", "late"]
+    answered = (await store.history(rec.id))[1]
+    assert answered.user_id == "U_ALICE"
+    assert answered.detail["answers"][0]["selected"] == ["Yes"]
+
+
+async def test_refused_answerer_changes_nothing(store: Store) -> None:
+    rec = new_record(answerers=("U_ALICE", "G_OPS"))
+    await store.create(rec)
+    refused = await store.submit(rec.id, BOB, YES)
+    assert refused.outcome is SubmitOutcome.NOT_ALLOWED
+    after = await store.get(rec.id)
+    assert after == rec  # status, answers, everything unchanged
+    assert [e.kind for e in await store.history(rec.id)] == ["created", "refused"]
+    via_group = Responder(user_id="U_CAROL", groups=("G_DEV", "G_OPS"))
+    assert (await store.submit(rec.id, via_group, NO)).outcome is SubmitOutcome.ACCEPTED
+    assert (await store.submit(rec.id, BOB, NO)).outcome is SubmitOutcome.NOT_ALLOWED
+
+
+async def test_close_then_late_click(store: Store) -> None:
+    rec = new_record()
+    await store.create(rec)
+    closed = await store.close(rec.id, AskStatus.CANCELLED, by="U_ADMIN")
+    assert closed is not None and closed.status is AskStatus.CANCELLED and closed.closed_at
+    assert await store.close(rec.id, AskStatus.EXPIRED) is None
+    assert (await store.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.CLOSED
+    events = await store.history(rec.id)
+    assert [e.kind for e in events] == ["created", "cancelled", "late"]
+    assert events[1].user_id == "U_ADMIN"
+    with pytest.raises(ValueError):
+        await store.close(rec.id, AskStatus.ANSWERED)
+
+
+async def test_wait_is_woken_by_submit(store: Store) -> None:
+    rec = new_record()
+    await store.create(rec)
+    waiter = asyncio.create_task(store.wait(rec.id, 10))
+    await asyncio.sleep(0)
+    result = await store.submit(rec.id, ALICE, YES)
+    assert result.outcome is SubmitOutcome.ACCEPTED
+    got = await waiter
+    assert got is not None and got.answers == YES and not got.deferred
+
+
+async def test_wait_after_answer_and_timeouts(store: Store) -> None:
+    rec = new_record()
+    await store.create(rec)
+    t0 = time.monotonic()
+    assert await store.wait(rec.id, 0.2) is None
+    assert time.monotonic() - t0 >= 0.19
+    await store.submit(rec.id, ALICE, YES)
+    got = await store.wait(rec.id, 5)  # the answer landed before the wait began
+    assert got is not None and got.status is AskStatus.ANSWERED
+    assert await store.wait("unknown", 5) is None
+
+
+async def test_waiter_on_one_replica_answer_on_another(make_store: StoreFactory) -> None:
+    a, b = await make_store(), await make_store()
+    recs = [new_record() for _ in range(5)]
+    for rec in recs:
+        await a.create(rec)
+    waiters = [asyncio.create_task(a.wait(rec.id, 10)) for rec in recs]
+    await asyncio.sleep(0)
+    for rec in recs:
+        assert (await b.submit(rec.id, BOB, NO)).outcome is SubmitOutcome.ACCEPTED
+    for rec, waiter in zip(recs, waiters, strict=True):
+        got = await waiter
+        assert got is not None and got.id == rec.id and got.answered_by == BOB
+
+
+async def test_hundred_concurrent_submissions_one_wins(make_store: StoreFactory) -> None:
+    replicas = [await make_store() for _ in range(4)]
+    rec = new_record()
+    await replicas[0].create(rec)
+    people = [Responder(user_id=f"U{i}") for i in range(100)]
+    results = await asyncio.gather(
+        *(replicas[i % 4].submit(rec.id, who, YES) for i, who in enumerate(people))
+    )
+    winners = [r for r in results if r.outcome is SubmitOutcome.ACCEPTED]
+    assert len(winners) == 1
+    assert all(r.outcome is SubmitOutcome.ALREADY_ANSWERED for r in results if r not in winners)
+    final = await replicas[1].get(rec.id)
+    assert final is not None and final.answered_by == winners[0].record.answered_by  # type: ignore[union-attr]
+    assert [e.kind for e in await replicas[2].history(rec.id)].count("answered") == 1
+
+
+async def test_deferred_answer_goes_to_feed_once(make_store: StoreFactory) -> None:
+    store = await make_store()
+    rec = new_record(n=2)
+    await store.create(rec)
+    assert (await store.defer(rec.id)).deferred  # type: ignore[union-attr]
+    both = (
+        Answer(question="Question number 0?", selected=("Yes",)),
+        Answer(question="Question number 1?", selected=("No", "Later"), other_text="why not"),
+    )
+    assert (await store.submit(rec.id, ALICE, both)).outcome is SubmitOutcome.ACCEPTED
+    delivery = await next_delivery(store)
+    assert delivery.record.id == rec.id and delivery.record.answers == both
+    text = json.loads(render_delivery(delivery))
+    assert text["answers"][1] == {
+        "question": "Question number 1?",
+        "selected": ["No", "Later"],
+        "other_text": "why not",
+    }
+    # not acked: a restarted consumer of the same name gets it again
+    assert (await next_delivery(store)).delivery_id == delivery.delivery_id
+    await store.ack(delivery)
+    marker = new_record(deferred=True)
+    await store.create(marker)
+    await store.submit(marker.id, BOB, YES)
+    assert (await next_delivery(store)).record.id == marker.id  # the acked one is gone
+
+
+async def test_waiter_takes_answer_and_feed_never_sees_it(make_store: StoreFactory) -> None:
+    store = await make_store()
+    rec = new_record()
+    await store.create(rec)
+    waiter = asyncio.create_task(store.wait(rec.id, 10))
+    await asyncio.sleep(0)
+    await store.submit(rec.id, ALICE, YES)
+    assert (await waiter).answers == YES  # type: ignore[union-attr]
+    assert await store.sweep() == []
+    marker = new_record(deferred=True)
+    await store.create(marker)
+    await store.submit(marker.id, BOB, YES)
+    assert (await next_delivery(store)).record.id == marker.id
+
+
+async def test_defer_after_answer_takes_it(store: Store) -> None:
+    rec = new_record()
+    await store.create(rec)
+    await store.submit(rec.id, ALICE, YES)  # a lease is live: the answer awaits its waiter
+    got = await store.defer(rec.id)
+    assert got is not None and got.status is AskStatus.ANSWERED and not got.deferred
+
+
+async def test_unclaimed_answer_reaches_feed_when_lease_lapses(make_store: StoreFactory) -> None:
+    store = await make_store(lease_ttl=0.3)
+    rec = new_record()
+    await store.create(rec)  # the creator holds a lease ... and then dies (never waits)
+    assert (await store.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # a TTL cannot be awaited; sweep until it lapses
+        await store.sweep()
+        got = await store.get(rec.id)
+        if got is not None and got.deferred:
+            break
+        await asyncio.sleep(0.05)
+    delivery = await next_delivery(store)
+    assert delivery.record.id == rec.id and delivery.record.answers == YES
+    late = await store.submit(rec.id, ALICE, YES)
+    assert late.outcome is SubmitOutcome.REPEATED
+
+
+async def test_no_lease_means_feed_at_once(make_store: StoreFactory) -> None:
+    store = await make_store(lease_ttl=0.05)
+    rec = new_record()
+    await store.create(rec)
+    await asyncio.sleep(0.2)  # let the creator's lease lapse (a TTL, nothing to await)
+    await store.submit(rec.id, ALICE, YES)
+    assert (await next_delivery(store)).record.id == rec.id
+
+
+async def test_sweep_expires_each_once(make_store: StoreFactory) -> None:
+    a, b = await make_store(), await make_store()
+    recs = [new_record(expires_in=60) for _ in range(30)]
+    keep = new_record(expires_in=7200)
+    for rec in [*recs, keep]:
+        await a.create(rec)
+    assert await a.sweep() == []
+    later = time.time() + 120
+    got_a, got_b = await asyncio.gather(a.sweep(later), b.sweep(later))
+    ids = [r.id for r in got_a + got_b]
+    assert sorted(ids) == sorted(r.id for r in recs)
+    assert all(r.status is AskStatus.EXPIRED for r in got_a + got_b)
+    assert await a.sweep(later) == []
+    assert [r.id for r in await b.list_pending()] == [keep.id]
+    assert (await a.submit(recs[0].id, ALICE, YES)).outcome is SubmitOutcome.CLOSED
+
+
+async def test_deferred_expiry_is_delivered(store: Store) -> None:
+    rec = new_record(expires_in=30, deferred=True)
+    await store.create(rec)
+    assert [r.id for r in await store.sweep(time.time() + 60)] == [rec.id]
+    delivery = await next_delivery(store)
+    assert delivery.record.status is AskStatus.EXPIRED
+    assert json.loads(render_delivery(delivery))["status"] == "expired"
+
+
+async def test_list_pending(store: Store) -> None:
+    a, b, c = new_record(), new_record(), new_record()
+    for rec in (a, b, c):
+        await store.create(rec)
+    await store.submit(b.id, ALICE, YES)
+    await store.close(c.id, AskStatus.CANCELLED)
+    assert [r.id for r in await store.list_pending()] == [a.id]
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureRequest) -> None:
+    from engine_fixtures import url_for
+
+    from bridge.store.redis import RedisStore
+
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"ttl{kind}", retention=3600)
+    try:
+        waited, deferred, expired = new_record(), new_record(deferred=True), new_record()
+        for rec in (waited, deferred, expired):
+            await store.create(rec)
+        await store.save_draft(waited.id, "U_ALICE", {"a": 1})
+        await store.record_event(waited.id, "click", user_id="U_ALICE")
+        await store.submit(deferred.id, ALICE, YES)
+        delivery = await next_delivery(store)
+        await store.ack(delivery)
+
+        async def ttls() -> dict[str, int]:
+            keys = [k async for k in store._r.scan_iter(match=f"ttl{kind}:*")]
+            found = {k: await store._r.ttl(k) for k in keys}
+            assert all(t > 0 for t in found.values()), found
+            return found
+
+        kinds = {k.rsplit(":", 1)[-1] for k in await ttls()}
+        assert kinds == {"rec", "log", "drafts", "lease", "due", "feed"}
+        await store.sweep(time.time() + 7200)
+        after = await ttls()
+        assert after[store.keys.rec(expired.id)] <= 3600  # closed: retention only
+    finally:
+        await store.aclose()
