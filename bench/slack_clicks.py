@@ -1,0 +1,182 @@
+"""Slack click latency through the HTTP app, next to the engine's raw answer-to-resume.
+
+Run: ``.venv/bin/python bench/slack_clicks.py [N]`` (default 300 sequential clicks).
+
+* engine: ``store.submit`` on one connection -> ``store.wait`` returns on another (same Redis).
+* click-to-resume: a signed ``block_actions`` POST to an ``ask-bridge serve`` process (HTTP
+  mode, separate OS process) -> the waiting ``store.wait`` in this process returns.
+* ack: the HTTP response time of clicks fired open-loop at 200 per second for 5 seconds
+  (target: p99 under 100 ms; Slack's hard limit is 3 s).
+
+Slack itself is the loopback fake from the test suite, so the figures exclude Slack's network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests" / "slack"), str(ROOT / "tests"), str(ROOT / "bench")]
+
+import aiohttp  # noqa: E402
+from engine_common import server_url  # noqa: E402
+from fake_slack import BOT_TOKEN, FakeSlack  # noqa: E402
+from payloads import SIGNING_SECRET, block_actions, form_body, signed  # noqa: E402
+from procs import Serve, cli_env  # noqa: E402
+
+from bridge.ask import AskRecord, Destination, Responder  # noqa: E402
+from bridge.models import Answer, QuestionSet  # noqa: E402
+from bridge.store.redis import RedisStore  # noqa: E402
+from platforms.slack.client import make_client  # noqa: E402
+from platforms.slack.poster import SlackPoster  # noqa: E402
+
+RATE = 200
+SECONDS = 5
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000
+
+
+def one_click_set() -> QuestionSet:
+    return QuestionSet.model_validate(
+        {
+            "questions": [
+                {
+                    "question": "Ship the release to production now?",
+                    "header": "Deploy",
+                    "options": [
+                        {"label": "Yes", "description": "Deploy now"},
+                        {"label": "No", "description": "Hold the release"},
+                    ],
+                }
+            ]
+        }
+    )
+
+
+async def new_ask(store: RedisStore, poster: SlackPoster) -> AskRecord:
+    record = AskRecord(
+        questions=one_click_set(),
+        destination=Destination(platform="slack", channel="C0BENCH"),
+        expires_at=time.time() + 3600,
+    )
+    await store.create(record)
+    posted = await store.set_message(record.id, await poster.post(record))
+    assert posted is not None
+    return posted
+
+
+async def engine(a: RedisStore, b: RedisStore, poster: SlackPoster, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        record = await new_ask(a, poster)
+        waiting = asyncio.create_task(b.wait(record.id, 30))
+        await asyncio.sleep(0)
+        answer = Answer(question=record.questions.questions[0].question, selected=("Yes",))
+        start = time.perf_counter()
+        await a.submit(record.id, Responder(user_id="U0BENCH"), [answer])
+        assert await waiting is not None
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def click_for(fake: FakeSlack, record: AskRecord) -> str:
+    assert record.message is not None
+    ref = record.message
+    payload = block_actions(
+        fake, ref.channel, ref.message_id, "U0BENCH", f"askb:pick:{record.id}:0:0"
+    )
+    return form_body(payload)
+
+
+async def clicks(
+    store: RedisStore, poster: SlackPoster, fake: FakeSlack, serve: Serve, n: int
+) -> list[float]:
+    out = []
+    async with aiohttp.ClientSession() as http:
+        for _ in range(n):
+            record = await new_ask(store, poster)
+            body = click_for(fake, record)
+            waiting = asyncio.create_task(store.wait(record.id, 30))
+            await asyncio.sleep(0)
+            start = time.perf_counter()
+            async with http.post(serve.url, data=body, headers=signed(body)) as resp:
+                assert resp.status == 200
+            assert await waiting is not None
+            out.append(time.perf_counter() - start)
+    return out
+
+
+async def acks(
+    store: RedisStore, poster: SlackPoster, fake: FakeSlack, serve: Serve
+) -> list[float]:
+    bodies = [click_for(fake, await new_ask(store, poster)) for _ in range(RATE * SECONDS)]
+    times: list[float] = []
+
+    async def fire(http: aiohttp.ClientSession, body: str) -> None:
+        start = time.perf_counter()
+        async with http.post(serve.url, data=body, headers=signed(body)) as resp:
+            assert resp.status == 200
+        times.append(time.perf_counter() - start)
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        began = time.perf_counter()
+        tasks = []
+        for i, body in enumerate(bodies):
+            delay = began + i / RATE - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(fire(http, body)))
+        await asyncio.gather(*tasks)
+    return times
+
+
+async def run(n: int) -> None:
+    with server_url() as url:
+        fake = await FakeSlack().start()
+        prefix = f"bench{uuid.uuid4().hex[:6]}"
+        env = cli_env(
+            SLACK_BOT_TOKEN=BOT_TOKEN,
+            SLACK_SIGNING_SECRET=SIGNING_SECRET,
+            SLACK_API_URL=fake.url,
+            REDIS_URL=url,
+            ASK_BRIDGE_KEY_PREFIX=prefix,
+        )
+        serve = await Serve(env).start()
+        a = RedisStore.from_url(url, prefix=prefix)
+        b = RedisStore.from_url(url, prefix=prefix)
+        poster = SlackPoster(make_client(BOT_TOKEN, fake.url))
+        try:
+            await clicks(b, poster, fake, serve, 20)  # warm up both paths
+            await engine(a, b, poster, 20)
+            raw = await engine(a, b, poster, n)
+            resumed = await clicks(b, poster, fake, serve, n)
+            acked = await acks(b, poster, fake, serve)
+        finally:
+            await serve.stop()
+            await a.aclose()
+            await b.aclose()
+            await fake.stop()
+    cores = os.cpu_count()
+    print(f"slack clicks ({n} sequential; {RATE}/s for {SECONDS}s; {cores} cores; loopback fake)")
+    print(f"  engine answer-to-resume   p50 {pct(raw, 50):7.2f} ms   p99 {pct(raw, 99):7.2f} ms")
+    print(
+        f"  slack click-to-resume     p50 {pct(resumed, 50):7.2f} ms   "
+        f"p99 {pct(resumed, 99):7.2f} ms   ({pct(resumed, 50) / pct(raw, 50):.1f}x engine p50)"
+    )
+    print(
+        f"  ack at {RATE}/s              p50 {pct(acked, 50):7.2f} ms   "
+        f"p99 {pct(acked, 99):7.2f} ms   (target p99 < 100 ms)"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 300))

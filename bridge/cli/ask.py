@@ -1,0 +1,179 @@
+"""``ask-bridge ask``: post one question set, wait for the answer, print the tool result.
+
+Exit status: 0 answered (answers JSON on stdout); 2 the question set was rejected (the
+model-facing message on stderr); 3 not answered within ``--wait`` (the deferred result, with the
+ask id, on stdout -- the answer will reach the answers feed); 4 the ask expired or was cancelled;
+1 anything else. With ``REDIS_URL`` set, a ``serve`` process handles the clicks; without it this
+process handles them itself (Slack: over Socket Mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from bridge.ask import AskRecord, AskStatus, Destination, MessageRef
+from bridge.errors import ToolRejected
+from bridge.platform import Platform, PlatformUnavailable
+from bridge.poster import Poster
+
+ANSWERED, FAILED, REJECTED, DEFERRED, ENDED = 0, 1, 2, 3, 4
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("ask", help="post a question set and print the answers as the tool result")
+    p.add_argument("--platform", default="slack", help="chat platform (default: slack)")
+    p.add_argument("--channel", help="channel id to post in (Slack: C…)")
+    p.add_argument("--thread", help="thread to post in (Slack: the parent message ts)")
+    p.add_argument("--user", help="user id to ask in a direct message (Slack: U…)")
+    p.add_argument(
+        "--answerer",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="who may answer: a user or user-group id; repeat for several (default: anyone)",
+    )
+    p.add_argument("--wait", type=float, default=600.0, help="seconds to wait (default 600)")
+    p.add_argument(
+        "--expires",
+        type=float,
+        default=86400.0,
+        help="seconds the ask takes answers (default 1 day)",
+    )
+    p.add_argument("--mode", choices=("block", "defer"), default="block")
+    p.add_argument("--asker", default="ask-bridge", help="name shown as who asks")
+    p.add_argument("file", metavar="FILE|-", help='{"questions": [...]} or a bare array')
+    p.set_defaults(func=run)
+
+
+def read_questions(source: str) -> object:
+    """The ``questions`` value from the tool arguments object, or a bare array as given."""
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ToolRejected(f"the question set is not valid JSON: {exc}") from exc
+    if isinstance(data, dict) and "questions" in data:
+        return data["questions"]
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    from bridge.validation import validate_questions
+
+    try:
+        questions = validate_questions(read_questions(args.file))
+    except OSError as exc:
+        print(f"ask-bridge ask: {exc}", file=sys.stderr)
+        return FAILED
+    except ToolRejected as exc:
+        print(exc.message, file=sys.stderr)
+        return REJECTED
+    if not (args.channel or args.user):
+        print("ask-bridge ask: give --channel or --user", file=sys.stderr)
+        return FAILED
+    try:
+        return asyncio.run(_ask(args, questions))
+    except PlatformUnavailable as exc:
+        print(f"ask-bridge ask: {exc}", file=sys.stderr)
+        return FAILED
+
+
+class _Remember(Poster):
+    """Passes through to the platform's poster, remembering the ask so its end can be judged."""
+
+    def __init__(self, inner: Poster) -> None:
+        self.inner = inner
+        self.platform = inner.platform
+        self.record: AskRecord | None = None
+
+    async def post(self, record: AskRecord) -> MessageRef:
+        self.record = record
+        return await self.inner.post(record)
+
+    async def update(self, record: AskRecord) -> None:
+        await self.inner.update(record)
+
+
+async def _ask(args: argparse.Namespace, questions: Any) -> int:
+    from bridge.cli.serve import resolve_platform
+    from bridge.handler import AskPolicy, ChatHandler
+    from bridge.settings import EngineSettings, open_store
+    from bridge.tool import tools_interactive
+
+    platform = resolve_platform(args.platform)
+    standalone = not EngineSettings().redis_url
+    if standalone:
+        check = getattr(platform, "check_standalone", None)
+        if check is not None:
+            check()
+    poster = _Remember(platform.poster())
+    store = open_store()
+    serving: asyncio.Task[None] | None = None
+    try:
+        if standalone:
+            serving = await _serve_here(platform, store)
+        wait = args.wait if args.mode == "block" else 0.0
+        expires_first = args.mode == "block" and wait >= args.expires
+        policy = AskPolicy(
+            wait=min(wait, args.expires),
+            expires=args.expires,
+            on_timeout="error" if expires_first else "defer",
+            mode=args.mode,
+            answerers=tuple(args.answerer),
+        )
+        destination = Destination(
+            platform=platform.name, channel=args.channel, thread=args.thread, user=args.user
+        )
+        handler = ChatHandler(poster, store, destination, policy)
+        (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
+        return await _outcome(tool, questions, poster, store)
+    finally:
+        if serving is not None:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await serving
+        await store.aclose()
+
+
+async def _serve_here(platform: Platform, store: Any) -> asyncio.Task[None]:
+    ready = asyncio.Event()
+    serving = asyncio.create_task(platform.serve(store, ready=ready))
+    readiness = asyncio.create_task(ready.wait())
+    await asyncio.wait({serving, readiness}, return_when=asyncio.FIRST_COMPLETED)
+    readiness.cancel()
+    if serving.done():
+        serving.result()  # raises why it could not start
+        raise PlatformUnavailable(f"{platform.name} stopped before it was ready")
+    return serving
+
+
+async def _outcome(tool: Any, questions: Any, poster: _Remember, store: Any) -> int:
+    me = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if me is not None:
+            loop.add_signal_handler(sig, me.cancel)
+    try:
+        outcome = await tool.ainvoke(questions)
+    except asyncio.CancelledError:
+        print("ask-bridge ask: cancelled; the question set was closed", file=sys.stderr)
+        return ENDED
+    except ToolRejected as exc:
+        print(exc.message, file=sys.stderr)
+        record = await store.get(poster.record.id) if poster.record is not None else None
+        ended = record is not None and record.status in (AskStatus.EXPIRED, AskStatus.CANCELLED)
+        return ENDED if ended else FAILED
+    if outcome.deferred is not None:
+        result = dict(outcome.content)
+        result["ask_id"] = (outcome.deferred.extra or {}).get("ask_id")
+        print(json.dumps(result, ensure_ascii=False), flush=True)
+        return DEFERRED
+    print(outcome.content, flush=True)
+    return ANSWERED

@@ -1,0 +1,106 @@
+"""``ask-bridge serve``: run a chat platform's interaction handler against the shared store.
+
+Any number of ``serve`` replicas may run against one ``REDIS_URL``: every click is judged by the
+store, so it does not matter which replica receives it. Each replica also sweeps: asks past their
+expiry are closed (each by exactly one sweeper, see :meth:`Store.sweep`) and re-rendered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from typing import Any
+
+from bridge.platform import Platform, PlatformUnavailable, load_platform
+from bridge.poster import Poster
+from bridge.store.base import Store
+
+log = logging.getLogger(__name__)
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help="handle people's clicks (Slack: HTTP or Socket Mode)")
+    p.add_argument("--platform", default="slack", help="chat platform (default: slack)")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP mode: address to bind")
+    p.add_argument("--port", type=int, default=3000, help="HTTP mode: port (default 3000)")
+    p.add_argument(
+        "--sweep-interval",
+        type=float,
+        default=5.0,
+        help="seconds between expiry sweeps (default 5)",
+    )
+    p.set_defaults(func=run)
+
+
+def resolve_platform(name: str) -> Platform:
+    found = load_platform(name)
+    if not isinstance(found, Platform):
+        raise PlatformUnavailable(f"platform {name!r} cannot post and serve chat interactions")
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        platform = resolve_platform(args.platform)
+        poster = platform.poster()
+    except PlatformUnavailable as exc:
+        print(f"ask-bridge serve: {exc}", file=sys.stderr)
+        return 1
+    try:
+        asyncio.run(_serve(platform, poster, args))
+    except PlatformUnavailable as exc:
+        print(f"ask-bridge serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(platform: Platform, poster: Poster, args: argparse.Namespace) -> None:
+    from bridge.settings import open_store
+
+    store = open_store()
+    ready = asyncio.Event()
+    serving = asyncio.create_task(
+        platform.serve(store, host=args.host, port=args.port, ready=ready)
+    )
+    sweeping = asyncio.create_task(sweep_forever(store, poster, args.sweep_interval))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, serving.cancel)
+    try:
+        readiness = asyncio.create_task(ready.wait())
+        await asyncio.wait({serving, readiness}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.is_set():
+            mode = getattr(platform, "mode", lambda: "")()
+            where = f"http://{args.host}:{args.port}" if mode == "http" else mode
+            print(f"ask-bridge serve: {platform.name} ready ({where})", file=sys.stderr, flush=True)
+        readiness.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+    finally:
+        sweeping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeping
+        await store.aclose()
+
+
+async def sweep_forever(store: Store, poster: Poster, interval: float) -> None:
+    """Close expired asks and re-render them; a failing round is logged and retried."""
+    while True:
+        try:
+            for record in await store.sweep():
+                if record.destination.platform == poster.platform:
+                    try:
+                        await poster.update(record)
+                    except Exception:
+                        log.warning("could not re-render expired ask %s", record.id, exc_info=True)
+        except Exception:
+            log.warning("expiry sweep failed", exc_info=True)
+        await asyncio.sleep(interval)

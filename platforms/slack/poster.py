@@ -1,0 +1,54 @@
+"""Posting and re-rendering ask messages with ``chat.postMessage`` and ``chat.update``."""
+
+from __future__ import annotations
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bridge.ask import AskRecord, MessageRef
+from bridge.poster import Poster
+from platforms.slack.render import render_message
+
+PLATFORM = "slack"
+
+
+class SlackPoster(Poster):
+    """Shows an ask at its destination: a channel, a thread in it, or a DM (post to a user id).
+
+    A DM needs no ``im:write``: posting to a user id lands in the app's DM with them.
+    """
+
+    platform = PLATFORM
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def post(self, record: AskRecord) -> MessageRef:
+        dest = record.destination
+        channel = dest.channel or dest.user
+        if not channel:
+            raise ValueError("a Slack destination needs a channel or a user")
+        message = render_message(record)
+        resp = await self.client.chat_postMessage(
+            channel=channel,
+            thread_ts=dest.thread,
+            text=message.text,
+            blocks=message.blocks,
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        extra = {"thread": dest.thread} if dest.thread else {}
+        return MessageRef(
+            platform=PLATFORM, channel=str(resp["channel"]), message_id=str(resp["ts"]), extra=extra
+        )
+
+    async def update(self, record: AskRecord) -> None:
+        """Re-render for the record's status (answers, who answered; no controls once ended)."""
+        if record.message is None:
+            return
+        message = render_message(record)
+        await self.client.chat_update(
+            channel=record.message.channel,
+            ts=record.message.message_id,
+            text=message.text,
+            blocks=message.blocks,
+        )

@@ -1,0 +1,54 @@
+"""Socket Mode: interactions over a websocket opened with the app-level (``xapp-``) token.
+
+No public URL and no request signing: Slack pushes envelopes down the connection and Bolt acks
+them (with a modal ``response_action`` as the ack payload when there is one). On shutdown the
+connection stays up until envelopes in flight are acked: a standalone ``ask`` process stops as
+soon as its answer lands, which is usually before Bolt has sent the ack for that very click.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+
+DRAIN_SECONDS = 3.0
+
+
+class _DrainingHandler(AsyncSocketModeHandler):
+    """Counts envelopes being handled so shutdown can wait for their acks."""
+
+    def __init__(self, app: AsyncApp, app_token: str) -> None:
+        super().__init__(app, app_token)
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self._busy = 0
+
+    async def handle(self, client: Any, req: Any) -> None:
+        self._busy += 1
+        self.idle.clear()
+        try:
+            await super().handle(client, req)
+        finally:
+            self._busy -= 1
+            if not self._busy:
+                self.idle.set()
+
+
+async def serve_socket_mode(
+    app: AsyncApp, app_token: str, ready: asyncio.Event | None = None
+) -> None:
+    """Stay connected until cancelled; slack_sdk reconnects on its own when the link drops."""
+    handler = _DrainingHandler(app, app_token)
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    try:
+        if ready is not None:
+            ready.set()
+        await asyncio.Event().wait()
+    finally:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(handler.idle.wait(), DRAIN_SECONDS)
+        await handler.close_async()  # type: ignore[no-untyped-call]

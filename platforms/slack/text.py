@@ -1,0 +1,75 @@
+"""Making untrusted text safe and short enough for Slack.
+
+Text from the model or a teammate is escaped (``&``, ``<``, ``>``) so ``<!channel>``, ``<@U…>`` and
+``<https://…|links>`` in it ping and link nobody, and stripped of control characters. It is cut
+visibly with ``…`` to a *cost*: the UTF-16 length of its JSON encoding after escaping. That cost is
+never below Slack's character count for a field, and the sum of costs bounds the block JSON size
+Slack measures for ``msg_blocks_too_long``, so a rendering can be proved to fit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+ELLIPSIS = "…"
+BLANK = "(blank)"
+
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0/C1 controls except \t and \n
+    r"\u2028\u2029\u202a-\u202e\u2066-\u2069"  # line separators, bidi overrides
+    r"\ud800-\udfff]"  # lone surrogates (unencodable)
+)
+_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,30}$")
+_GROUP_ID = re.compile(r"^S[A-Z0-9]{2,30}$")
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters as entities; nothing else is interpreted."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clean(text: str) -> str:
+    """Drop control, bidi-override and lone surrogate characters (keeping newlines and tabs), so
+    nothing invisible or unencodable reaches Slack; never empty, as Slack refuses empty texts."""
+    cleaned = _CONTROL.sub("", unicodedata.normalize("NFC", text))
+    return cleaned if cleaned.strip() else BLANK
+
+
+def cost(text: str) -> int:
+    """What ``text`` (already escaped) adds to the block JSON, in UTF-16 code units."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-16-le")) // 2 - 2
+
+
+def fit(text: str, limit: int) -> str:
+    """Escaped ``text`` whose :func:`cost` is at most ``limit``, cut with ``…`` if it had to be."""
+    cleaned = clean(text)
+    safe = escape(cleaned)
+    if cost(safe) <= limit:
+        return safe
+    budget = limit - cost(ELLIPSIS)
+    kept: list[str] = []
+    for char in cleaned:
+        piece = escape(char)
+        step = cost(piece)
+        if step > budget:
+            break
+        kept.append(piece)
+        budget -= step
+    return "".join(kept).rstrip() + ELLIPSIS
+
+
+def one_line(text: str) -> str:
+    """Newlines collapsed to spaces, for places (buttons, options, headers) that show one line."""
+    return " ".join(text.split())
+
+
+def mention(slack_id: str) -> str:
+    """The bridge's own mention of a configured answerer; anything not shaped like an id is shown
+    as inert text."""
+    if _USER_ID.match(slack_id):
+        return f"<@{slack_id}>"
+    if _GROUP_ID.match(slack_id):
+        return f"<!subteam^{slack_id}>"
+    return fit(slack_id, 40)

@@ -1,0 +1,306 @@
+"""The Bolt app over real HTTP: signed payloads in, calls to the fake Slack out, state in Redis."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from conftest import CHANNEL, Bolt, q
+from fake_slack import BOT_TOKEN, FakeSlack
+from payloads import (
+    block_actions,
+    checks,
+    form_body,
+    form_values,
+    radio,
+    signed,
+    view_submission,
+)
+from redis_server import redis_server
+
+from bridge.ask import AskStatus
+from bridge.store.redis import RedisStore
+from platforms.slack import replies
+from platforms.slack.app import build_app
+from platforms.slack.client import make_client
+from platforms.slack.http import HttpServer
+from platforms.slack.poster import SlackPoster
+
+DEPLOY = q("Ship the release now?", "Deploy", ["Yes", "No", "Wait"])
+
+
+def click(bolt: Bolt, record: Any, user: str, prefix: str) -> dict[str, Any]:
+    ref = record.message
+    return block_actions(bolt.fake, ref.channel, ref.message_id, user, prefix)
+
+
+def ephemerals_to(fake: FakeSlack, user: str) -> list[str]:
+    return [c["text"] for c in fake.ok_calls("chat.postEphemeral") if c["user"] == user]
+
+
+async def test_one_click_answers_and_rerenders_without_controls(bolt: Bolt) -> None:
+    record = await bolt.ask([DEPLOY])
+    status, _ = await bolt.send(click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:1"))
+    assert status == 200
+    (update,) = await bolt.fake.wait_for("chat.update")
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.status is AskStatus.ANSWERED
+    assert done.answers is not None and done.answers[0].selected == ("No",)
+    assert done.answered_by is not None and done.answered_by.user_id == "U0ALICE"
+    assert record.message is not None and update["ts"] == record.message.message_id
+    assert all(b["type"] != "actions" for b in update["blocks"])
+    assert "Answered by <@U0ALICE>" in json.dumps(update["blocks"])
+
+
+async def test_double_click_answers_once(bolt: Bolt) -> None:
+    record = await bolt.ask([DEPLOY])
+    first = click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0")
+    second = click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0")
+    assert (await bolt.send(first))[0] == 200
+    assert (await bolt.send(second))[0] == 200
+    await bolt.fake.wait_for("chat.postEphemeral")
+    await bolt.fake.wait_for("chat.update")
+    assert ephemerals_to(bolt.fake, "U0ALICE") == [replies.RECORDED]
+    assert len(bolt.fake.ok_calls("chat.update")) == 1
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answers is not None
+    assert done.answers[0].selected == ("Yes",)
+
+
+async def test_late_click_is_told_who_answered(bolt: Bolt) -> None:
+    record = await bolt.ask([DEPLOY])
+    stale = click(bolt, record, "U0BOB", f"askb:pick:{record.id}:0:2")  # rendered before the answer
+    await bolt.send(click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0"))
+    await bolt.fake.wait_for("chat.update")
+    await bolt.send(stale)
+    await bolt.fake.wait_for("chat.postEphemeral", lambda c: c["user"] == "U0BOB")
+    assert ephemerals_to(bolt.fake, "U0BOB") == ["This was already answered by <@U0ALICE>."]
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answers is not None
+    assert done.answers[0].selected == ("Yes",)
+    assert len(bolt.fake.ok_calls("chat.update")) == 1
+
+
+async def test_unauthorised_user_gets_an_ephemeral_and_nothing_changes(bolt: Bolt) -> None:
+    record = await bolt.ask([DEPLOY], answerers=("U0BOSS", "S0REVIEW"))
+    await bolt.send(click(bolt, record, "U0MALLORY", f"askb:pick:{record.id}:0:0"))
+    (msg,) = await bolt.fake.wait_for("chat.postEphemeral")
+    assert msg["user"] == "U0MALLORY" and msg["channel"] == CHANNEL
+    assert "you can't answer this one" in msg["text"]
+    still = await bolt.store.get(record.id)
+    assert still is not None and still.status is AskStatus.PENDING and still.answers is None
+    assert bolt.fake.ok_calls("chat.update") == []
+
+
+async def test_user_group_member_may_answer(bolt: Bolt) -> None:
+    record = await bolt.ask([DEPLOY], answerers=("U0BOSS", "S0REVIEW"))
+    await bolt.send(click(bolt, record, "U0GROUPIE", f"askb:pick:{record.id}:0:2"))
+    await bolt.fake.wait_for("chat.update")
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answered_by is not None
+    assert done.answered_by.groups == ("S0REVIEW",)
+    assert [c["usergroup"] for c in bolt.fake.ok_calls("usergroups.users.list")] == ["S0REVIEW"]
+
+
+@pytest.mark.parametrize("forgery", ["wrong-secret", "stale", "tampered"])
+async def test_forged_or_stale_signature_is_refused(bolt: Bolt, forgery: str) -> None:
+    record = await bolt.ask([DEPLOY])
+    payload = click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0")
+    body = form_body(payload)
+    if forgery == "wrong-secret":
+        headers = signed(body, secret="not-the-secret")
+    elif forgery == "stale":
+        headers = signed(body, at=time.time() - 6 * 60)
+    else:
+        headers = signed(body)
+        body = body.replace("U0ALICE", "U0EVE")
+    async with bolt.session.post(bolt.server.url, data=body, headers=headers) as resp:
+        assert resp.status == 401
+    # A good request afterwards is handled, proving the refused one left nothing behind.
+    await bolt.send(click(bolt, record, "U0BOB", f"askb:pick:{record.id}:0:1"))
+    await bolt.fake.wait_for("chat.update")
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answered_by is not None
+    assert done.answered_by.user_id == "U0BOB"
+    assert bolt.fake.ok_calls("chat.postEphemeral") == []
+
+
+async def open_modal(bolt: Bolt, record: Any, user: str, prefix: str) -> str:
+    status, _ = await bolt.send(click(bolt, record, user, prefix))
+    assert status == 200
+    (opened,) = await bolt.fake.wait_for("views.open")
+    view_id = next(
+        v for v, stored in bolt.fake.views.items() if stored["blocks"] == opened["view"]["blocks"]
+    )
+    return view_id
+
+
+FORM = [
+    q("Which region?", "Region", ["eu", "us", "ap"]),
+    q("Which checks to run?", "Checks", ["lint", "types", "tests", "bench"], multi=True),
+    q("Who reviews?", "Review", ["Ana", "Bo"]),
+    q("Notify whom?", "Notify", ["team", "owner"], multi=True),
+]
+
+
+async def test_four_question_form_with_other_text_and_selections(bolt: Bolt) -> None:
+    record = await bolt.ask(FORM)
+    view_id = await open_modal(bolt, record, "U0ALICE", f"askb:answer:{record.id}")
+    values = form_values(
+        (radio(1), None),
+        (checks(0, 2), "also fuzzing"),  # Other… with selections
+        (radio(None), "Carla, she knows the code"),  # single-select answered by typed text
+        (checks(), "<!channel> everyone"),  # Other… alone, with an injection attempt
+    )
+    status, body = await bolt.send(view_submission(bolt.fake, view_id, "U0ALICE", values))
+    assert status == 200 and body == ""  # closes the modal
+    (update,) = await bolt.fake.wait_for("chat.update")
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answers is not None
+    got = [(a.selected, a.other_text) for a in done.answers]
+    assert got == [
+        (("us",), None),
+        (("lint", "tests"), "also fuzzing"),
+        ((), "Carla, she knows the code"),
+        ((), "<!channel> everyone"),
+    ]
+    rendered = json.dumps(update["blocks"]) + update["text"]
+    assert "<!channel>" not in rendered and "&lt;!channel&gt; everyone" in rendered
+
+
+async def test_incomplete_form_gets_errors_and_keeps_the_ask_open(bolt: Bolt) -> None:
+    record = await bolt.ask(FORM)
+    view_id = await open_modal(bolt, record, "U0ALICE", f"askb:answer:{record.id}")
+    values = form_values(
+        (radio(0), None), (checks(), None), (radio(1), "and this"), (checks(1), None)
+    )
+    status, body = await bolt.send(view_submission(bolt.fake, view_id, "U0ALICE", values))
+    assert status == 200
+    assert json.loads(body) == {
+        "response_action": "errors",
+        "errors": {"q1.pick": replies.NEED_ANSWER, "q2.other": replies.NOT_BOTH},
+    }
+    still = await bolt.store.get(record.id)
+    assert still is not None and still.status is AskStatus.PENDING
+
+
+async def test_other_alone_on_the_one_click_shape(bolt: Bolt) -> None:
+    record = await bolt.ask([DEPLOY])
+    view_id = await open_modal(bolt, record, "U0ALICE", f"askb:other:{record.id}:0")
+    assert bolt.fake.views[view_id]["callback_id"] == "askb:other"
+    values = {"q0.other": {"text": {"type": "plain_text_input", "value": "  after the demo  "}}}
+    status, _ = await bolt.send(view_submission(bolt.fake, view_id, "U0ALICE", values))
+    assert status == 200
+    await bolt.fake.wait_for("chat.update")
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answers is not None
+    assert (done.answers[0].selected, done.answers[0].other_text) == ((), "after the demo")
+
+
+async def test_answered_meanwhile_modal_shows_who(bolt: Bolt) -> None:
+    record = await bolt.ask(FORM[:2])
+    view_id = await open_modal(bolt, record, "U0BOB", f"askb:answer:{record.id}")
+    await bolt.store.submit(record.id, _responder("U0ALICE"), _answers(record))
+    values = form_values((radio(0), None), (checks(1), None))
+    status, body = await bolt.send(view_submission(bolt.fake, view_id, "U0BOB", values))
+    reply = json.loads(body)
+    assert status == 200 and reply["response_action"] == "update"
+    assert "already answered by <@U0ALICE>" in json.dumps(reply["view"])
+
+
+async def test_unauthorised_answer_button_opens_no_modal(bolt: Bolt) -> None:
+    record = await bolt.ask(FORM, answerers=("U0BOSS",))
+    await bolt.send(click(bolt, record, "U0MALLORY", f"askb:answer:{record.id}"))
+    (msg,) = await bolt.fake.wait_for("chat.postEphemeral")
+    assert "can't answer" in msg["text"]
+    assert bolt.fake.ok_calls("views.open") == []
+
+
+async def test_slow_preparation_opens_a_loading_modal_first(
+    fake: FakeSlack, store: RedisStore
+) -> None:
+    client = make_client(BOT_TOKEN, fake.url)
+    app, _ = build_app(store, client, signing_secret="test-signing-secret", fast_path=0.0)
+    server = HttpServer(app, "127.0.0.1", 0)
+    await server.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            bolt = Bolt(server, session, fake, store, SlackPoster(client))
+            record = await bolt.ask(FORM)
+            await bolt.send(click(bolt, record, "U0ALICE", f"askb:answer:{record.id}"))
+            (opened,) = await fake.wait_for("views.open")
+            (updated,) = await fake.wait_for("views.update")
+    finally:
+        await server.stop()
+    assert "Loading" in json.dumps(opened["view"])
+    assert updated["view"]["callback_id"] == "askb:form"
+
+
+async def test_store_down_during_a_click(fake: FakeSlack, tmp_path: Path) -> None:
+    with redis_server(tmp_path / "r", appendonly=True) as srv:
+        store = RedisStore.from_url(srv.url, prefix=f"t{uuid.uuid4().hex[:8]}")
+        client = make_client(BOT_TOKEN, fake.url)
+        app, _ = build_app(store, client, signing_secret="test-signing-secret", store_timeout=0.5)
+        server = HttpServer(app, "127.0.0.1", 0)
+        await server.start()
+        try:
+            async with aiohttp.ClientSession() as session:
+                bolt = Bolt(server, session, fake, store, SlackPoster(client))
+                record = await bolt.ask([DEPLOY])
+                early = click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0")
+                srv.kill()
+                assert (await bolt.send(early))[0] == 200
+                (msg,) = await fake.wait_for("chat.postEphemeral", within=15)
+                assert msg["text"] == replies.TRY_AGAIN and msg["user"] == "U0ALICE"
+                srv.start()
+                still = await store.get(record.id)
+                assert still is not None and still.status is AskStatus.PENDING
+                assert still.answers is None and fake.ok_calls("chat.update") == []
+                await bolt.send(click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0"))
+                await fake.wait_for("chat.update")
+        finally:
+            await server.stop()
+            await store.aclose()
+
+
+async def test_rate_limited_post_is_retried_and_posted_once(bolt: Bolt) -> None:
+    bolt.fake.rate_limit("chat.postMessage", retry_after=0)
+    record = await bolt.ask([DEPLOY])
+    posts = [c for c in bolt.fake.calls if c.method == "chat.postMessage"]
+    assert [c.ok for c in posts] == [False, True]
+    assert len(bolt.fake.messages) == 1 and record.message is not None
+
+
+def _responder(user_id: str) -> Any:
+    from bridge.ask import Responder
+
+    return Responder(user_id=user_id)
+
+
+def _answers(record: Any) -> list[Any]:
+    from bridge.models import Answer
+
+    return [
+        Answer(question=qq.question, selected=(qq.options[0].label,))
+        for qq in record.questions.questions
+    ]
+
+
+async def test_direct_message_destination_posts_to_the_user(bolt: Bolt) -> None:
+    from bridge.ask import AskRecord, Destination
+    from bridge.models import QuestionSet
+
+    record = AskRecord(
+        questions=QuestionSet.model_validate({"questions": [DEPLOY]}),
+        destination=Destination(platform="slack", user="U0ALICE"),
+        expires_at=time.time() + 60,
+    )
+    ref = await bolt.poster.post(record)
+    assert ref.channel == "D0ALICE"
+    (post,) = bolt.fake.ok_calls("chat.postMessage")
+    assert post["channel"] == "U0ALICE" and post["unfurl_links"] is False

@@ -1,0 +1,232 @@
+"""Renderings: every valid question set, in every status, is valid Block Kit under the size limit,
+with untrusted text inert and routing by index only."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from fake_slack import BLOCKS_JSON_LIMIT, _check_blocks, _check_message, _check_view
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from bridge.ask import AskRecord, AskStatus, Destination, Responder
+from bridge.models import Answer, QuestionSet
+from platforms.slack import ids
+from platforms.slack.render import (
+    BLOCKS_BUDGET,
+    MAX_OTHER_TEXT,
+    blocks_cost,
+    form_view,
+    other_view,
+    render_message,
+)
+from platforms.slack.text import ELLIPSIS, cost, escape, fit, mention
+
+NASTY = '&<>"\\\n\t @!|*_~`😀\u0000\u202e\u2028x'
+OWN_MENTIONS = re.compile(r"<@[UW][A-Z0-9]+>|<!subteam\^S[A-Z0-9]+>")
+
+
+def texts(max_size: int) -> st.SearchStrategy[str]:
+    chars = st.one_of(st.characters(), st.sampled_from(NASTY))
+    return st.text(alphabet=chars, min_size=1, max_size=max_size)
+
+
+@st.composite
+def question_sets(draw: st.DrawFn) -> QuestionSet:
+    n = draw(st.integers(1, 4))
+    questions = []
+    for i in range(n):
+        k = draw(st.integers(2, 4))
+        questions.append(
+            {
+                "question": draw(texts(3000)) + f" {i}",
+                "header": draw(st.text(min_size=1, max_size=12)),
+                "multiSelect": draw(st.booleans()),
+                "options": [
+                    {"label": draw(texts(400)) + f" {j}", "description": draw(texts(1000))}
+                    for j in range(k)
+                ],
+            }
+        )
+    try:
+        return QuestionSet.model_validate({"questions": questions})
+    except ValidationError:
+        assume(False)
+        raise
+
+
+def record_for(qs: QuestionSet, **update: Any) -> AskRecord:
+    return AskRecord(
+        questions=qs,
+        destination=Destination(platform="slack", channel="C1"),
+        expires_at=time.time() + 60,
+        answerers=("U0ANA", "S0TEAM", "<!channel>"),
+        context={"asker": "<!here> agent & co"},
+        **update,
+    )
+
+
+def statuses(qs: QuestionSet, other: str, user: str) -> list[AskRecord]:
+    answers = tuple(
+        Answer(
+            question=q.question,
+            selected=tuple(o.label for o in q.options[: 4 if q.multiSelect else 1]),
+            other_text=other,
+        )
+        for q in qs.questions
+    )
+    return [
+        record_for(qs),
+        record_for(
+            qs,
+            status=AskStatus.ANSWERED,
+            answers=answers,
+            answered_by=Responder(user_id=user),
+        ),
+        record_for(qs, status=AskStatus.EXPIRED),
+        record_for(qs, status=AskStatus.CANCELLED),
+    ]
+
+
+def assert_inert(rendered: str) -> None:
+    leftover = OWN_MENTIONS.sub("", rendered)
+    assert "<" not in leftover and ">" not in leftover, leftover
+
+
+def check_all(qs: QuestionSet, other: str, user: str) -> None:
+    for record in statuses(qs, other, user):
+        message = render_message(record)
+        dicts = message.block_dicts()  # raises SlackObjectFormationError if invalid
+        assert blocks_cost(message.blocks) <= BLOCKS_BUDGET < BLOCKS_JSON_LIMIT
+        assert _check_message({"text": message.text, "blocks": dicts}) is None
+        assert_inert(json.dumps(dicts, ensure_ascii=False) + message.text)
+    pending = statuses(qs, other, user)[0]
+    meta = ids.ModalMeta(pending.id, channel="C1", thread="1.2")
+    views = [form_view(pending, meta)]
+    views += [
+        other_view(pending, ids.ModalMeta(pending.id, "C1", question=i))
+        for i in range(len(qs.questions))
+    ]
+    for view in views:
+        as_dict = view.to_dict()
+        assert _check_view(as_dict)[1] is None
+        assert_inert(json.dumps(as_dict["blocks"], ensure_ascii=False))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qs=question_sets(), other=texts(MAX_OTHER_TEXT), user=st.text(max_size=40))
+def test_every_rendering_is_valid_and_fits(qs: QuestionSet, other: str, user: str) -> None:
+    check_all(qs, other, user)
+
+
+def test_four_by_four_at_maximum_length_fits() -> None:
+    worst = '😀&"' * 1500  # every character costs the most it can
+    qs = QuestionSet.model_validate(
+        {
+            "questions": [
+                {
+                    "question": worst + str(i),
+                    "header": "&" * 12,
+                    "multiSelect": i % 2 == 1,
+                    "options": [
+                        {"label": worst[:600] + str(j), "description": worst} for j in range(4)
+                    ],
+                }
+                for i in range(4)
+            ]
+        }
+    )
+    check_all(qs, worst[:MAX_OTHER_TEXT], "U0ANA")
+
+
+def test_mentions_and_links_from_the_model_are_inert() -> None:
+    qs = QuestionSet.model_validate(
+        {
+            "questions": [
+                {
+                    "question": "Ping <!channel> <!here> <@U123> and <https://evil.example|x>?",
+                    "header": "<!everyone>",
+                    "options": [
+                        {"label": "<@U123>", "description": "<https://evil|click>"},
+                        {"label": "a & b", "description": "<!subteam^S1>"},
+                    ],
+                }
+            ]
+        }
+    )
+    message = render_message(record_for(qs))
+    raw = json.dumps(message.block_dicts()) + message.text
+    for bad in ("<!channel>", "<!here>", "<@U123>", "<https://", "<!everyone>", "<!subteam^S1>"):
+        assert bad not in raw
+    assert "&lt;!channel&gt;" in raw and "a &amp; b" in raw
+    # the bridge's own mentions of configured answerers stay real; a bogus answerer id is inert
+    assert "<@U0ANA>" in raw and "<!subteam^S0TEAM>" in raw and ", &lt;!channel&gt;:" in raw
+
+
+def test_fit_cuts_visibly_and_never_splits_an_entity() -> None:
+    assert fit("a<b", 10) == "a&lt;b"
+    cut = fit("<" * 10, 12)
+    assert cut == "&lt;&lt;" + ELLIPSIS and cost(cut) <= 12
+    assert fit("x" * 100, 10) == "x" * 9 + ELLIPSIS
+    assert fit("a\u0000b\u202ec\ud800", 10) == "abc"
+    assert fit("\x1f", 10) == "(blank)"
+    assert escape("&<>") == "&amp;&lt;&gt;"
+    assert mention("U0ANA") == "<@U0ANA>" and mention("S0TEAM") == "<!subteam^S0TEAM>"
+    assert mention("<!here>") == "&lt;!here&gt;"
+
+
+def test_buttons_route_by_index_and_answers_keep_full_labels() -> None:
+    long_label = "L" * 300
+    qs = QuestionSet.model_validate(
+        {
+            "questions": [
+                {
+                    "question": "Pick",
+                    "header": "H",
+                    "options": [
+                        {"label": long_label, "description": "d"},
+                        {"label": "short", "description": "d"},
+                    ],
+                }
+            ]
+        }
+    )
+    record = record_for(qs)
+    dicts: list[dict[str, Any]] = render_message(record).block_dicts()
+    buttons = [el for b in dicts if b["type"] == "actions" for el in b["elements"]]
+    assert [b["action_id"] for b in buttons] == [
+        ids.pick_action(record.id, 0, 0),
+        ids.pick_action(record.id, 0, 1),
+        ids.other_action(record.id, 0),
+    ]
+    assert buttons[0]["text"]["text"].endswith(ELLIPSIS) and len(buttons[0]["text"]["text"]) <= 75
+    assert ids.parse_action(buttons[0]["action_id"]) == ids.Route("pick", record.id, 0, 0)
+    assert ids.parse_action("askb:pick:x:0") is None
+    assert ids.parse_action("askb:pick:bad id:0:1") is None
+    assert ids.parse_action("other:pick:abc:0:1") is None
+
+
+def test_rerenders_use_fresh_block_ids() -> None:
+    qs = QuestionSet.model_validate(
+        {
+            "questions": [
+                {
+                    "question": "Q",
+                    "header": "H",
+                    "options": [
+                        {"label": "a", "description": "d"},
+                        {"label": "b", "description": "d"},
+                    ],
+                }
+            ]
+        }
+    )
+    record = record_for(qs)
+    first = {b["block_id"] for b in render_message(record).block_dicts()}
+    second = {b["block_id"] for b in render_message(record).block_dicts()}
+    assert first.isdisjoint(second)
+    assert _check_blocks(render_message(record).block_dicts()) is None

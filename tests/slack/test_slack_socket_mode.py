@@ -1,0 +1,126 @@
+"""Socket Mode: a standalone ``ask`` (no REDIS_URL) handles its own clicks over the websocket."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from conftest import q
+from fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+from fake_socket import FakeSocketMode
+from payloads import block_actions, find_action, form_values, radio, view_submission
+from procs import Agent, cli_env
+
+from bridge.cli import main
+from bridge.store.memory import MemoryStore
+from platforms.slack import SlackPlatform, replies
+from platforms.slack.settings import SlackSettings
+
+
+@pytest.fixture
+async def socket(fake: FakeSlack) -> AsyncIterator[FakeSocketMode]:
+    server = await FakeSocketMode().start()
+    fake.socket_url = server.url
+    yield server
+    await server.stop()
+
+
+async def test_standalone_ask_answered_over_socket_mode(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    marker = uuid.uuid4().hex[:8]
+    env = cli_env(SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_APP_TOKEN=APP_TOKEN, SLACK_API_URL=fake.url)
+    questions = json.dumps({"questions": [q(f"Socket {marker}?", "Socket", ["on", "off"])]})
+    agent = await Agent.start(env, questions, "--channel", "C0SOCK", "--wait", "30")
+    try:
+        await fake.wait_for("chat.postMessage", within=30)
+        (channel, ts), message = next(iter(fake.messages.items()))
+        _, button = find_action(message, "askb:pick:")
+        ask_id = button["action_id"].split(":")[2]
+        click = block_actions(fake, channel, ts, "U0ALICE", f"askb:pick:{ask_id}:0:1")
+        ack = await socket.send(click)  # acked even though the agent ends right after
+        assert ack["envelope_id"].startswith("env-") and not ack.get("payload")
+        code, out, err = await agent.result()
+    finally:
+        await agent.kill()
+    assert channel == "C0SOCK"
+    assert code == 0, err
+    assert json.loads(out)["answers"][0]["selected"] == ["off"]
+    assert [c.method for c in fake.calls if c.method == "apps.connections.open"]
+
+
+async def test_modal_errors_travel_back_in_the_socket_ack(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    from pydantic import SecretStr
+
+    settings = SlackSettings(
+        bot_token=SecretStr(BOT_TOKEN), app_token=SecretStr(APP_TOKEN), api_url=fake.url
+    )
+    platform = SlackPlatform(settings)
+    store = MemoryStore()
+    ready = asyncio.Event()
+    serving = asyncio.create_task(platform.serve(store, ready=ready))
+    try:
+        await asyncio.wait_for(ready.wait(), 10)
+        from bridge.ask import AskRecord, Destination
+        from bridge.models import QuestionSet
+
+        record = AskRecord(
+            questions=QuestionSet.model_validate(
+                {"questions": [q("A?", "A", ["x", "y"]), q("B?", "B", ["x", "y"])]}
+            ),
+            destination=Destination(platform="slack", channel="C0SOCK"),
+            expires_at=1e12,
+        )
+        await store.create(record)
+        ref = await platform.poster().post(record)
+        await store.set_message(record.id, ref)
+        click = block_actions(fake, ref.channel, ref.message_id, "U0ALICE", "askb:answer:")
+        await socket.send(click)
+        (opened,) = await fake.wait_for("views.open")
+        view_id = next(iter(fake.views))
+        values = form_values((radio(0), None), (radio(None), None))
+        ack = await socket.send(view_submission(fake, view_id, "U0ALICE", values))
+        assert ack["payload"] == {
+            "response_action": "errors",
+            "errors": {"q1.pick": replies.NEED_ANSWER},
+        }
+        values = form_values((radio(0), None), (radio(1), None))
+        ack = await socket.send(view_submission(fake, view_id, "U0ALICE", values))
+        assert not ack.get("payload")
+        await fake.wait_for("chat.update")
+        done = await store.get(record.id)
+        assert done is not None and done.answers is not None
+        assert [a.selected for a in done.answers] == [("x",), ("y",)]
+        assert opened["view"]["callback_id"] == "askb:form"
+    finally:
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+        await store.aclose()
+
+
+def test_standalone_ask_without_app_token_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("SLACK_APP_TOKEN", "REDIS_URL", "SLACK_SIGNING_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps([q("Q?", "H", ["a", "b"])])))
+    assert main(["ask", "--channel", "C1", "-"]) == 1
+    assert "SLACK_APP_TOKEN" in capsys.readouterr().err
+
+
+def test_rejected_question_set_exits_2_with_the_model_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = [{"question": "Q?", "header": "far too long a header", "options": []}]
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(bad)))
+    assert main(["ask", "--channel", "C1", "-"]) == 2
+    err = capsys.readouterr().err
+    assert "header" in err and "options" in err
