@@ -17,7 +17,7 @@ from typing import Any
 
 from bridge.platform import Platform, PlatformUnavailable, load_platform
 from bridge.poster import Poster
-from bridge.store.base import Store
+from bridge.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -45,9 +45,7 @@ def resolve_platform(name: str) -> Platform:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     try:
         platform = resolve_platform(args.platform)
         poster = platform.poster()
@@ -70,7 +68,8 @@ async def _serve(platform: Platform, poster: Poster, args: argparse.Namespace) -
     serving = asyncio.create_task(
         platform.serve(store, host=args.host, port=args.port, ready=ready)
     )
-    sweeping = asyncio.create_task(sweep_forever(store, poster, args.sweep_interval))
+    sweeper = Sweeper(store, {poster.platform: poster}, interval=args.sweep_interval)
+    sweeping = asyncio.create_task(sweeper.run())
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, serving.cancel)
@@ -89,18 +88,3 @@ async def _serve(platform: Platform, poster: Poster, args: argparse.Namespace) -
         with contextlib.suppress(asyncio.CancelledError):
             await sweeping
         await store.aclose()
-
-
-async def sweep_forever(store: Store, poster: Poster, interval: float) -> None:
-    """Close expired asks and re-render them; a failing round is logged and retried."""
-    while True:
-        try:
-            for record in await store.sweep():
-                if record.destination.platform == poster.platform:
-                    try:
-                        await poster.update(record)
-                    except Exception:
-                        log.warning("could not re-render expired ask %s", record.id, exc_info=True)
-        except Exception:
-            log.warning("expiry sweep failed", exc_info=True)
-        await asyncio.sleep(interval)
