@@ -28,6 +28,7 @@ from engine_common import server_url  # noqa: E402
 from fake_slack import BOT_TOKEN, FakeSlack  # noqa: E402
 from payloads import SIGNING_SECRET, block_actions, form_body, signed  # noqa: E402
 from procs import Serve, cli_env  # noqa: E402
+from samples import one_question_set  # noqa: E402
 
 from bridge.ask import AskRecord, Destination, Responder  # noqa: E402
 from bridge.models import Answer, QuestionSet  # noqa: E402
@@ -45,19 +46,11 @@ def pct(values: list[float], p: float) -> float:
 
 
 def one_click_set() -> QuestionSet:
-    return QuestionSet.model_validate(
-        {
-            "questions": [
-                {
-                    "question": "Ship the release to production now?",
-                    "header": "Deploy",
-                    "options": [
-                        {"label": "Yes", "description": "Deploy now"},
-                        {"label": "No", "description": "Hold the release"},
-                    ],
-                }
-            ]
-        }
+    return one_question_set(
+        "Ship the release to production now?",
+        "Deploy",
+        ("Yes", "Deploy now"),
+        ("No", "Hold the release"),
     )
 
 

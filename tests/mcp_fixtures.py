@@ -1,32 +1,16 @@
-"""Shared pieces of the MCP tests: a question set, and result readers."""
+"""Shared pieces of the MCP tests: a broken question set, result readers, an HTTP server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp_types as types
 
-QUESTIONS: list[dict[str, Any]] = [
-    {
-        "question": "Which format?",
-        "header": "Format",
-        "options": [
-            {"label": "Summary", "description": "Brief overview"},
-            {"label": "Detailed", "description": "Full explanation"},
-        ],
-    },
-    {
-        "question": "Which sections?",
-        "header": "Sections",
-        "multiSelect": True,
-        "options": [
-            {"label": "Intro", "description": "Background"},
-            {"label": "Results", "description": "Findings"},
-            {"label": "Appendix", "description": "Raw data"},
-        ],
-    },
-]
+from bridge.mcp_server import bind, create_server, serve_http
 
 BAD_QUESTIONS: list[dict[str, Any]] = [
     {"question": "Q?", "header": "A header far too long", "options": [{"label": "only"}]}
@@ -52,3 +36,17 @@ def assert_rejected(result: types.CallToolResult, *fragments: str) -> None:
     assert text.startswith("The ask_user call was rejected"), text
     for fragment in fragments:
         assert fragment in text, text
+
+
+@asynccontextmanager
+async def http_server(handler: Callable[..., Any] | None, **kwargs: Any) -> AsyncIterator[str]:
+    """``create_server(handler, **kwargs)`` over streamable HTTP on a free loopback port; yields
+    the endpoint URL."""
+    sock = bind("127.0.0.1", 0)
+    task = asyncio.create_task(serve_http(create_server(handler, **kwargs), sock))
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        sock.close()

@@ -17,21 +17,14 @@ from typing import Any
 
 import pexpect
 import pytest
+from samples import FORMAT, FORMAT_QUESTION, SECTIONS
 
 from platforms.console import ConsolePlatform, clean, platform
 
-FORMAT = "How should I format the output?"
-SECTIONS = "Which sections should I include?"
+# The core pair, with a third format and descriptions worth reading at a terminal prompt.
+TABLE = {"label": "Table", "description": "Rows and columns"}
 QUESTIONS: list[dict[str, Any]] = [
-    {
-        "question": FORMAT,
-        "header": "Format",
-        "options": [
-            {"label": "Summary", "description": "Brief overview"},
-            {"label": "Detailed", "description": "Full explanation"},
-            {"label": "Table", "description": "Rows and columns"},
-        ],
-    },
+    {**FORMAT_QUESTION, "options": [*FORMAT_QUESTION["options"], TABLE]},
     {
         "question": SECTIONS,
         "header": "Sections",

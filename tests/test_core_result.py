@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from samples import FORMAT, FORMAT_QUESTION, SECTIONS, SECTIONS_QUESTION
 
 from bridge import (
     Answer,
@@ -20,34 +21,13 @@ from bridge import (
 )
 from bridge.deferred import DEFAULT_INSTRUCTIONS
 
-FORMAT = "How should I format the output?"
-SECTIONS = "Which sections should I include?"
-
 
 @pytest.fixture
 def qs() -> QuestionSet:
-    return validate_questions(
-        [
-            {
-                "question": FORMAT,
-                "header": "Format",
-                "options": [
-                    {"label": "Summary", "description": "Brief overview"},
-                    {"label": "Detailed", "description": "Full explanation"},
-                ],
-            },
-            {
-                "question": SECTIONS,
-                "header": "Sections",
-                "multiSelect": True,
-                "options": [
-                    {"label": "Intro", "description": "a"},
-                    {"label": "Body", "description": "b"},
-                    {"label": "Outro", "description": "c"},
-                ],
-            },
-        ]
-    )
+    """The core pair with a third section, so answers can name several labels out of order."""
+    outro = {"label": "Outro", "description": "c"}
+    sections = {**SECTIONS_QUESTION, "options": [*SECTIONS_QUESTION["options"], outro]}
+    return validate_questions([FORMAT_QUESTION, sections])
 
 
 def answer_tuples(answers: tuple[Answer, ...]) -> list[tuple[str, tuple[str, ...], str | None]]:

@@ -13,6 +13,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from samples import FORMAT, SECTIONS
+from samples import FORMAT_AND_SECTIONS as QUESTIONS
 
 import bridge
 from bridge import (
@@ -27,28 +29,6 @@ from bridge import (
     tool_ask_user,
     tools_interactive,
 )
-
-FORMAT = "How should I format the output?"
-SECTIONS = "Which sections should I include?"
-QUESTIONS: list[dict[str, Any]] = [
-    {
-        "question": FORMAT,
-        "header": "Format",
-        "options": [
-            {"label": "Summary", "description": "Brief overview"},
-            {"label": "Detailed", "description": "Full explanation"},
-        ],
-    },
-    {
-        "question": SECTIONS,
-        "header": "Sections",
-        "multiSelect": True,
-        "options": [
-            {"label": "Intro", "description": "a"},
-            {"label": "Body", "description": "b"},
-        ],
-    },
-]
 
 
 @pytest.fixture(autouse=True)

@@ -9,22 +9,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from samples import FORMAT, FORMAT_QUESTION
 
 from bridge import Option, Question, QuestionSet, ToolRejected, validate_questions
 from bridge.models import MAX_HEADER
 
 
-def q(text: str = "How should I format the output?", **over: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "question": text,
-        "header": "Format",
-        "options": [
-            {"label": "Summary", "description": "Brief overview"},
-            {"label": "Detailed", "description": "Full explanation"},
-        ],
-    }
-    base.update(over)
-    return base
+def q(text: str = FORMAT, **over: Any) -> dict[str, Any]:
+    return {**FORMAT_QUESTION, "question": text, **over}
 
 
 def rejected(raw: object) -> str:

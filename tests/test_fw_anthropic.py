@@ -20,6 +20,13 @@ import anthropic
 import httpx2 as httpx
 import pytest
 from anthropic import Anthropic, AsyncAnthropic
+from samples import (
+    DATABASE,
+    DATABASE_AND_FEATURES_PICKS,
+    DATABASE_QUESTION,
+    FEATURES,
+    FEATURES_QUESTION,
+)
 
 from bridge import AskUserDeferred, AskUserTool, Question, tools_interactive
 from bridge.deferred import DEFAULT_INSTRUCTIONS
@@ -30,25 +37,11 @@ from bridge.frameworks.providers import (
     run_tool_call,
 )
 
+# The planning pair, Postgres described with a non-ASCII dash (it must reach the model unescaped).
+POSTGRES = {"label": "Postgres", "description": "Relational, already run by ops — no new infra"}
 QUESTIONS: list[dict[str, Any]] = [
-    {
-        "question": "Which database should the service use?",
-        "header": "Database",
-        "options": [
-            {"label": "Postgres", "description": "Relational, already run by ops — no new infra"},
-            {"label": "SQLite", "description": "A file next to the service"},
-        ],
-    },
-    {
-        "question": "Which features ship first?",
-        "header": "Features",
-        "options": [
-            {"label": "Search", "description": "Full-text search"},
-            {"label": "Export", "description": "CSV export"},
-            {"label": "Sharing", "description": "Share links"},
-        ],
-        "multiSelect": True,
-    },
+    {**DATABASE_QUESTION, "options": [POSTGRES, *DATABASE_QUESTION["options"][1:]]},
+    FEATURES_QUESTION,
 ]
 
 MODEL = "claude-sonnet-4-6"
@@ -58,16 +51,8 @@ ECHOED = [{**QUESTIONS[0], "multiSelect": False}, QUESTIONS[1]]
 
 ANSWERS = {
     "answers": [
-        {
-            "question": "Which database should the service use?",
-            "selected": ["Postgres"],
-            "other_text": None,
-        },
-        {
-            "question": "Which features ship first?",
-            "selected": ["Search", "Export"],
-            "other_text": None,
-        },
+        {"question": DATABASE, "selected": ["Postgres"], "other_text": None},
+        {"question": FEATURES, "selected": ["Search", "Export"], "other_text": None},
     ]
 }
 
@@ -93,12 +78,7 @@ class Handler:
 
 
 def answering() -> Handler:
-    return Handler(
-        lambda _: {
-            "Which database should the service use?": "Postgres",
-            "Which features ship first?": ["Export", "Search"],
-        }
-    )
+    return Handler(lambda _: DATABASE_AND_FEATURES_PICKS)
 
 
 def deferring() -> Handler:

@@ -5,32 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-import runpy
 import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import chatlas
 import httpx2 as httpx
 import pytest
 from chatlas.types import ContentToolResult
+from samples import DATABASE_QUESTION, run_example_offline
+from samples import answer_postgres as answer
 
 from bridge import AskUserDeferred, Question, tool_ask_user, tools_interactive
 from bridge.frameworks.chatlas import ask_user_tool
 from bridge.frameworks.providers import strict_parameters
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-QUESTION: dict[str, Any] = {
-    "question": "Which database should the service use?",
-    "header": "Database",
-    "options": [
-        {"label": "Postgres", "description": "Relational, already run by ops"},
-        {"label": "SQLite", "description": "A file next to the service"},
-    ],
-    "multiSelect": None,
-}
+# As OpenAI strict mode sends it: every property present, null for "not given".
+QUESTION = {**DATABASE_QUESTION, "multiSelect": None}
 
 Reply = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
@@ -108,10 +99,6 @@ class ScriptedResponses:
             for item in self.requests[index]["input"]
             if isinstance(item, dict) and item.get("type") == "function_call_output"
         ]
-
-
-def answer(questions: list[Question], context: dict[str, Any]) -> dict[str, str]:
-    return {"Which database should the service use?": "Postgres"}
 
 
 @pytest.fixture(autouse=True)
@@ -226,6 +213,5 @@ async def test_async_chat_with_async_tool_and_handler() -> None:
 def test_example_runs_offline(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    runpy.run_path(str(EXAMPLES / "chatlas_agent.py"), run_name="__main__")
-    assert capsys.readouterr().out.strip() == "Writing them as: ['Summary']"
+    out = run_example_offline("chatlas_agent.py", monkeypatch, capsys)
+    assert out == "Writing them as: ['Summary']"

@@ -23,6 +23,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 from pydantic import Field
+from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
 from bridge import AskUserDeferred, Question, set_ask_user_callback, tools_interactive
 from bridge.frameworks.langchain import (
@@ -33,26 +34,6 @@ from bridge.frameworks.langchain import (
 from bridge.tool import PARAMETERS, tool_ask_user
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "langgraph_agent.py"
-QUESTIONS = [
-    {
-        "question": "Which format?",
-        "header": "Format",
-        "options": [
-            {"label": "Summary", "description": "Brief overview"},
-            {"label": "Detailed", "description": "Full explanation"},
-        ],
-    },
-    {
-        "question": "Which sections?",
-        "header": "Sections",
-        "options": [
-            {"label": "Intro", "description": "Background"},
-            {"label": "Results", "description": "Findings"},
-            {"label": "Appendix", "description": "Raw data"},
-        ],
-        "multiSelect": True,
-    },
-]
 
 
 class RecordingModel(GenericFakeChatModel):

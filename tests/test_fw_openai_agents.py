@@ -5,10 +5,8 @@ the output item's SDK-only ``custom_data``, resumed with the feed's rendering of
 from __future__ import annotations
 
 import json
-import runpy
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +26,8 @@ from openai.types.responses import (
     ResponseOutputMessage,
     ResponseOutputText,
 )
+from samples import DATABASE_QUESTION, run_example_offline
+from samples import answer_postgres as answer
 
 from bridge import Answer, AskUserDeferred, Question, QuestionSet, tools_interactive
 from bridge.ask import AskRecord, AskStatus, Destination
@@ -35,18 +35,10 @@ from bridge.feed import render_delivery
 from bridge.frameworks.openai_agents import DEFERRED_KEY, ask_user_tool
 from bridge.frameworks.providers import strict_parameters
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 OFFLINE = RunConfig(tracing_disabled=True)
 
-QUESTION: dict[str, Any] = {
-    "question": "Which database should the service use?",
-    "header": "Database",
-    "options": [
-        {"label": "Postgres", "description": "Relational, already run by ops"},
-        {"label": "SQLite", "description": "A file next to the service"},
-    ],
-    "multiSelect": None,
-}
+# As OpenAI strict mode sends it: every property present, null for "not given".
+QUESTION = {**DATABASE_QUESTION, "multiSelect": None}
 TEXT = QUESTION["question"]
 
 
@@ -96,10 +88,6 @@ class ScriptedModel(Model):
             if isinstance(item, dict) and item.get("type") == "function_call_output"
         ]
         return str(outputs[-1])
-
-
-def answer(questions: list[Question], context: dict[str, Any]) -> dict[str, str]:
-    return {TEXT: "Postgres"}
 
 
 def agent_for(model: ScriptedModel, callback: Callable[..., Any]) -> Agent[Any]:
@@ -188,6 +176,5 @@ async def test_deferral_keeps_the_ask_id_in_custom_data_and_resumes_from_the_fee
 def test_example_runs_offline(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    runpy.run_path(str(EXAMPLES / "openai_agents_sdk.py"), run_name="__main__")
-    assert capsys.readouterr().out.strip() == "Writing them as: ['Summary']"
+    out = run_example_offline("openai_agents_sdk.py", monkeypatch, capsys)
+    assert out == "Writing them as: ['Summary']"

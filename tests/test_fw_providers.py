@@ -10,13 +10,15 @@ import runpy
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
 import jsonschema
 import pytest
 from openai import AsyncOpenAI, OpenAI
+from samples import DATABASE_AND_FEATURES as QUESTIONS
+from samples import EXAMPLES, run_example_offline
+from samples import answer_database_and_features as answer
 
 from bridge import AskUserDeferred, Question, tool_ask_user, tools_interactive
 from bridge.frameworks.providers import (
@@ -29,36 +31,6 @@ from bridge.frameworks.providers import (
     run_tool_call,
     strict_parameters,
 )
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-QUESTIONS: list[dict[str, Any]] = [
-    {
-        "question": "Which database should the service use?",
-        "header": "Database",
-        "options": [
-            {"label": "Postgres", "description": "Relational, already run by ops"},
-            {"label": "SQLite", "description": "A file next to the service"},
-        ],
-    },
-    {
-        "question": "Which features ship first?",
-        "header": "Features",
-        "options": [
-            {"label": "Search", "description": "Full-text search"},
-            {"label": "Export", "description": "CSV export"},
-            {"label": "Sharing", "description": "Share links"},
-        ],
-        "multiSelect": True,
-    },
-]
-
-
-def answer(questions: list[Question], context: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "Which database should the service use?": "Postgres",
-        "Which features ship first?": ["Export", "Search"],
-    }
 
 
 def defer(questions: list[Question], context: dict[str, Any]) -> AskUserDeferred:
@@ -414,9 +386,8 @@ async def test_responses_api_loop_with_async_client() -> None:
 def test_example_runs_offline(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    runpy.run_path(str(EXAMPLES / "openai_raw.py"), run_name="__main__")
-    assert capsys.readouterr().out.strip() == "Writing them as: ['Summary']"
+    out = run_example_offline("openai_raw.py", monkeypatch, capsys)
+    assert out == "Writing them as: ['Summary']"
 
 
 def test_bridge_and_the_providers_adapter_import_no_framework() -> None:

@@ -9,7 +9,6 @@ import json
 import runpy
 import time
 from collections.abc import AsyncGenerator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +24,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from samples import DATABASE_QUESTION as QUESTION
+from samples import EXAMPLES
+from samples import answer_postgres as answer
 
 from bridge import Answer, AskUserDeferred, Question, QuestionSet, tools_interactive
 from bridge.ask import AskRecord, AskStatus, Destination, Responder
@@ -34,16 +36,6 @@ from bridge.memory_poster import MemoryPoster
 from bridge.store.base import Delivery
 from bridge.store.memory import MemoryStore
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-QUESTION: dict[str, Any] = {
-    "question": "Which database should the service use?",
-    "header": "Database",
-    "options": [
-        {"label": "Postgres", "description": "Relational, already run by ops"},
-        {"label": "SQLite", "description": "A file next to the service"},
-    ],
-}
 TEXT = QUESTION["question"]
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
@@ -79,10 +71,6 @@ class Script:
         last = self.shown[index][-1]
         assert isinstance(last, ModelRequest)
         return list(last.parts)
-
-
-def answer(questions: list[Question], context: dict[str, Any]) -> dict[str, str]:
-    return {TEXT: "Postgres"}
 
 
 async def test_answers_reach_the_model_as_the_tools_json() -> None:

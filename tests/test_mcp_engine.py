@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp_fixtures import QUESTIONS, answers_of, text_of
+from mcp_fixtures import answers_of, http_server, text_of
+from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
 from bridge import Answer
 from bridge.ask import AskStatus, Destination, Responder
 from bridge.feed import render_delivery
 from bridge.handler import AskPolicy, ChatHandler
-from bridge.mcp_server import ChatRoute, bind, chat_route_from_env, create_server, serve_http
+from bridge.mcp_server import ChatRoute, chat_route_from_env
 from bridge.memory_poster import MemoryPoster
 from bridge.store.memory import MemoryStore
 
@@ -29,18 +28,6 @@ ANSWERS = [
     Answer(question="Which format?", selected=("Detailed",)),
     Answer(question="Which sections?", selected=("Intro", "Appendix"), other_text="a glossary"),
 ]
-
-
-@asynccontextmanager
-async def http_server(handler: Callable[..., Any], **kwargs: Any) -> AsyncIterator[str]:
-    sock = bind("127.0.0.1", 0)
-    task = asyncio.create_task(serve_http(create_server(handler, **kwargs), sock))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        sock.close()
 
 
 def chat(policy: AskPolicy) -> tuple[ChatHandler, MemoryPoster, MemoryStore]:

@@ -4,30 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp_types as types
 from mcp import Client
-from mcp_fixtures import BAD_QUESTIONS, QUESTIONS, answers_of, assert_rejected, text_of
+from mcp_fixtures import BAD_QUESTIONS, answers_of, assert_rejected, http_server, text_of
+from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
 from bridge import AskUserDeferred
-from bridge.mcp_server import bind, create_server, serve_http
 from bridge.tool import PARAMETERS
-
-
-@asynccontextmanager
-async def http_server(handler: Callable[..., Any] | None, **kwargs: Any) -> AsyncIterator[str]:
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    task = asyncio.create_task(serve_http(create_server(handler, **kwargs), sock))
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        sock.close()
 
 
 async def test_list_reject_answer_over_http() -> None:

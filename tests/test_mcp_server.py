@@ -17,7 +17,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp_fixtures import BAD_QUESTIONS, QUESTIONS, answers_of, assert_rejected, text_of
+from mcp_fixtures import BAD_QUESTIONS, answers_of, assert_rejected, text_of
+from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
 from bridge import AskUserDeferred, Question
 from bridge.cli import build_parser

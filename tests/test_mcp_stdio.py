@@ -11,7 +11,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_fixtures import BAD_QUESTIONS, QUESTIONS, answers_of, assert_rejected, text_of
+from mcp_fixtures import BAD_QUESTIONS, answers_of, assert_rejected, text_of
+from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
 from bridge.mcp_server import NO_ROUTE_MESSAGE
 from bridge.tool import PARAMETERS

@@ -12,6 +12,7 @@ from fake_slack import BLOCKS_JSON_LIMIT, _check_blocks, _check_message, _check_
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from samples import one_question_set
 
 from bridge.ask import AskRecord, AskStatus, Destination, Responder
 from bridge.models import Answer, QuestionSet
@@ -144,19 +145,11 @@ def test_four_by_four_at_maximum_length_fits() -> None:
 
 
 def test_mentions_and_links_from_the_model_are_inert() -> None:
-    qs = QuestionSet.model_validate(
-        {
-            "questions": [
-                {
-                    "question": "Ping <!channel> <!here> <@U123> and <https://evil.example|x>?",
-                    "header": "<!everyone>",
-                    "options": [
-                        {"label": "<@U123>", "description": "<https://evil|click>"},
-                        {"label": "a & b", "description": "<!subteam^S1>"},
-                    ],
-                }
-            ]
-        }
+    qs = one_question_set(
+        "Ping <!channel> <!here> <@U123> and <https://evil.example|x>?",
+        "<!everyone>",
+        ("<@U123>", "<https://evil|click>"),
+        ("a & b", "<!subteam^S1>"),
     )
     message = render_message(record_for(qs))
     raw = json.dumps(message.block_dicts()) + message.text
@@ -181,20 +174,7 @@ def test_fit_cuts_visibly_and_never_splits_an_entity() -> None:
 
 def test_buttons_route_by_index_and_answers_keep_full_labels() -> None:
     long_label = "L" * 300
-    qs = QuestionSet.model_validate(
-        {
-            "questions": [
-                {
-                    "question": "Pick",
-                    "header": "H",
-                    "options": [
-                        {"label": long_label, "description": "d"},
-                        {"label": "short", "description": "d"},
-                    ],
-                }
-            ]
-        }
-    )
+    qs = one_question_set("Pick", "H", (long_label, "d"), ("short", "d"))
     record = record_for(qs)
     dicts: list[dict[str, Any]] = render_message(record).block_dicts()
     buttons = [el for b in dicts if b["type"] == "actions" for el in b["elements"]]
@@ -211,20 +191,7 @@ def test_buttons_route_by_index_and_answers_keep_full_labels() -> None:
 
 
 def test_rerenders_use_fresh_block_ids() -> None:
-    qs = QuestionSet.model_validate(
-        {
-            "questions": [
-                {
-                    "question": "Q",
-                    "header": "H",
-                    "options": [
-                        {"label": "a", "description": "d"},
-                        {"label": "b", "description": "d"},
-                    ],
-                }
-            ]
-        }
-    )
+    qs = one_question_set("Q", "H", ("a", "d"), ("b", "d"))
     record = record_for(qs)
     first = {b["block_id"] for b in render_message(record).block_dicts()}
     second = {b["block_id"] for b in render_message(record).block_dicts()}
