@@ -17,6 +17,11 @@ MAX_QUESTIONS = 4
 MIN_OPTIONS = 2
 MAX_OPTIONS = 4
 MAX_HEADER = 12
+# Texts come from a model and are shown to people: bounded so a runaway generation cannot bloat the
+# store or a chat message. Generous on purpose -- platforms cut long texts visibly for display.
+MAX_QUESTION_TEXT = 2000
+MAX_LABEL = 200
+MAX_DESCRIPTION = 1000
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -26,8 +31,8 @@ class Option(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    label: NonEmpty
-    description: NonEmpty
+    label: Annotated[NonEmpty, StringConstraints(max_length=MAX_LABEL)]
+    description: Annotated[NonEmpty, StringConstraints(max_length=MAX_DESCRIPTION)]
 
 
 class Question(BaseModel):
@@ -39,7 +44,7 @@ class Question(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    question: NonEmpty
+    question: Annotated[NonEmpty, StringConstraints(max_length=MAX_QUESTION_TEXT)]
     header: Annotated[NonEmpty, StringConstraints(max_length=MAX_HEADER)]
     options: Annotated[tuple[Option, ...], Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS)]
     multiSelect: bool = False

@@ -35,8 +35,11 @@ from typing import Any, TypeAlias, TypeVar
 from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.models import (
+    MAX_DESCRIPTION,
     MAX_HEADER,
+    MAX_LABEL,
     MAX_OPTIONS,
+    MAX_QUESTION_TEXT,
     MAX_QUESTIONS,
     MIN_OPTIONS,
     MIN_QUESTIONS,
@@ -84,8 +87,16 @@ def _parameters() -> dict[str, Any]:
     option = {
         "type": "object",
         "properties": {
-            "label": {**text, "description": "The option's short label, as shown to the person."},
-            "description": {**text, "description": "What choosing this option means."},
+            "label": {
+                **text,
+                "maxLength": MAX_LABEL,
+                "description": "The option's short label, as shown to the person.",
+            },
+            "description": {
+                **text,
+                "maxLength": MAX_DESCRIPTION,
+                "description": "What choosing this option means.",
+            },
         },
         "required": ["label", "description"],
         "additionalProperties": False,
@@ -93,7 +104,11 @@ def _parameters() -> dict[str, Any]:
     question = {
         "type": "object",
         "properties": {
-            "question": {**text, "description": "The full question text."},
+            "question": {
+                **text,
+                "maxLength": MAX_QUESTION_TEXT,
+                "description": "The full question text.",
+            },
             "header": {
                 **text,
                 "maxLength": MAX_HEADER,

@@ -16,8 +16,11 @@ from pydantic import ValidationError
 
 from bridge.errors import ToolRejected
 from bridge.models import (
+    MAX_DESCRIPTION,
     MAX_HEADER,
+    MAX_LABEL,
     MAX_OPTIONS,
+    MAX_QUESTION_TEXT,
     MAX_QUESTIONS,
     MIN_OPTIONS,
     MIN_QUESTIONS,
@@ -34,6 +37,12 @@ _SHAPE = (
     '{"question": "...", "header": "...", "options": [{"label": "...", "description": "..."}, '
     '...], "multiSelect": false}'
 )
+
+_MAX_LENGTH = {
+    "question": MAX_QUESTION_TEXT,
+    "label": MAX_LABEL,
+    "description": MAX_DESCRIPTION,
+}  # header has its own, more specific check in _Checker.question
 
 _FIX = {
     "question": "give the full question text",
@@ -131,6 +140,13 @@ class _Checker:
             stripped.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates, e.g. from a "\ud800" JSON escape
             self.add(f"{where} is not valid Unicode text: remove the broken characters")
+            return None
+        limit = _MAX_LENGTH.get(key)
+        if limit is not None and len(stripped) > limit:
+            self.add(
+                f"{where} is {len(stripped)} characters long: shorten it to at most {limit} "
+                "characters"
+            )
             return None
         return stripped
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from samples import FORMAT, FORMAT_QUESTION
 
 from bridge import Option, Question, QuestionSet, ToolRejected, validate_questions
-from bridge.models import MAX_HEADER
+from bridge.models import MAX_DESCRIPTION, MAX_HEADER, MAX_LABEL, MAX_QUESTION_TEXT
 
 
 def q(text: str = FORMAT, **over: Any) -> dict[str, Any]:
@@ -112,6 +112,32 @@ def test_header_length_is_at_most_12_characters_after_stripping() -> None:
     message = rejected([q(header="Output format")])
     assert "questions[0].header 'Output format' is 13 characters long" in message
     assert "use at most 12 characters" in message
+
+
+def test_untrusted_texts_are_bounded() -> None:
+    longest = q(
+        "q" * MAX_QUESTION_TEXT,
+        options=[
+            {"label": "a" * MAX_LABEL, "description": "d" * MAX_DESCRIPTION},
+            {"label": "b", "description": "e"},
+        ],
+    )
+    assert validate_questions([longest])
+    too_long = q(
+        "q" * (MAX_QUESTION_TEXT + 1),
+        options=[
+            {"label": "a" * (MAX_LABEL + 1), "description": "d" * (MAX_DESCRIPTION + 1)},
+            {"label": "b", "description": "e"},
+        ],
+    )
+    message = rejected([too_long])
+    assert "3 problems" in message
+    assert (
+        f"questions[0].question is {MAX_QUESTION_TEXT + 1} characters long: shorten it to at "
+        f"most {MAX_QUESTION_TEXT} characters"
+    ) in message
+    assert f"questions[0].options[0].label is {MAX_LABEL + 1} characters long" in message
+    assert f"questions[0].options[0].description is {MAX_DESCRIPTION + 1} characters" in message
 
 
 @pytest.mark.parametrize(("value", "kind"), [("true", "string"), (1, "number"), (None, "null")])
