@@ -68,6 +68,8 @@ try:
         set_ask_user_callback(lambda qs, ctx: {qs[0].question: qs[0].options[1].label})
     if mode == "async":
         show(asyncio.run(ask_from_a_running_loop()))
+    elif mode == "async-plain":
+        show(asyncio.run(tool_ask_user.acall(questions)))
     else:
         show(tool_ask_user(questions))
 except ToolRejected as exc:
@@ -220,6 +222,16 @@ def test_ctrl_c_propagates_as_keyboard_interrupt(spawn: Spawn) -> None:
     child.sendintr()
     child.expect_exact("INTERRUPTED")
     child.expect(pexpect.EOF)
+
+
+def test_ctrl_c_on_the_async_path_interrupts_at_once(spawn: Spawn) -> None:
+    """``asyncio.run`` turns SIGINT into cancelling its task and then joins the default
+    executor: a prompt sitting in ``input()`` there would keep the process alive for ever."""
+    child = spawn("async-plain")
+    child.expect_exact(SINGLE)
+    child.sendintr()
+    child.expect_exact("INTERRUPTED", timeout=5)
+    child.expect(pexpect.EOF, timeout=5)
 
 
 def test_model_text_cannot_drive_the_terminal(spawn: Spawn) -> None:

@@ -2,8 +2,9 @@
 
 Every process holds no state of its own: a click is routed by the ask id in its ``action_id`` and
 judged by ``Store.submit``, so it works after a restart and on whichever replica Slack picks. The
-process whose submit is ``ACCEPTED`` re-renders the message; every refusal gets an ephemeral
-explanation (or, inside a modal, an error or notice there) and changes nothing.
+process whose submit is ``ACCEPTED`` re-renders the message (so does a ``REPEATED`` one, in case
+the accepting attempt never got to); every refusal gets an ephemeral explanation (or, inside a
+modal, an error or notice there) and changes nothing.
 
 Timing: buttons are acknowledged first and worked on after, in a task of their own. A button
 that opens a modal prepares it within :attr:`Interactions.fast_path` seconds or opens a loading
@@ -69,10 +70,16 @@ class Interactions:
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run a click's work after its ack has gone out; kept referenced until done."""
+        """Run a click's work after its ack has gone out; kept referenced until done, and any
+        failure logged (nobody awaits the task, so it would otherwise be lost)."""
         task = asyncio.create_task(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._log.error("a click's work failed", exc_info=task.exception())
 
     async def drain(self, within: float = 5.0) -> None:
         """Let clicks in progress finish (store verdict, re-render, explanation) on shutdown."""
@@ -226,12 +233,17 @@ class Interactions:
     # -- shared ---------------------------------------------------------------------------
 
     async def _settle(self, result: SubmitResult, reply: Reply | None) -> None:
-        """Re-render on acceptance (this process won the race); explain anything else."""
-        if result.outcome is SubmitOutcome.ACCEPTED and result.record is not None:
+        """Re-render when the person's answer stands; explain anything else.
+
+        ``REPEATED`` re-renders too: the store may have committed an earlier attempt whose click
+        timed out here ("try again"), so nobody re-rendered it; ``chat.update`` of the final state
+        is idempotent, so rendering again is harmless when someone already did."""
+        if result.ok and result.record is not None:
             try:
                 await self.poster.update(result.record)
-            except SlackApiError:
+            except Exception:  # the answer stands; a Slack or network failure is only logged
                 self._log.exception("answer stored but the message could not be re-rendered")
+        if result.outcome is SubmitOutcome.ACCEPTED:
             return
         text = replies.refusal(result.outcome, result.record)
         if reply is not None and text:

@@ -3,6 +3,8 @@
 ``SLACK_BOT_TOKEN`` posts and updates messages. Interactions arrive either over Socket Mode
 (``SLACK_APP_TOKEN``, an ``xapp-`` token) or over HTTP (``SLACK_SIGNING_SECRET`` verifies each
 request). ``SLACK_API_URL`` points the Web API client elsewhere (GovSlack, a proxy, a test fake).
+Like the engine settings (:mod:`bridge.settings`), values may also come from a ``.env`` file in the
+working directory; the environment wins over it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ DEFAULT_API_URL = "https://slack.com/api/"
 
 
 class SlackSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SLACK_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="SLACK_", env_file=".env", extra="ignore")
 
     bot_token: SecretStr | None = None
     signing_secret: SecretStr | None = None

@@ -19,7 +19,7 @@ from redis_server import RedisServer, redis_server
 from bridge.ask import AskRecord, Destination
 from bridge.models import QuestionSet
 from bridge.store.redis import RedisStore
-from platforms.slack.app import build_app
+from platforms.slack.app import Interactions, build_app
 from platforms.slack.client import make_client
 from platforms.slack.http import HttpServer
 from platforms.slack.poster import SlackPoster
@@ -56,6 +56,7 @@ class Bolt:
     fake: FakeSlack
     store: RedisStore
     poster: SlackPoster
+    interactions: Interactions | None = None
 
     async def send(
         self, payload: dict[str, Any], *, secret: str = SIGNING_SECRET, at: float | None = None
@@ -95,7 +96,7 @@ async def bolt(fake: FakeSlack, store: RedisStore) -> AsyncIterator[Bolt]:
     server = HttpServer(app, "127.0.0.1", 0)
     await server.start()
     async with aiohttp.ClientSession() as session:
-        yield Bolt(server, session, fake, store, SlackPoster(client))
+        yield Bolt(server, session, fake, store, SlackPoster(client), interactions)
     await server.stop()
     await interactions.drain()
 

@@ -2,9 +2,10 @@
 
 One aiohttp route ``POST /api/{method}`` takes JSON or form bodies, checks the bot token, records
 every call, and rejects what Slack would: blocks that fail slack_sdk's own validation or Slack's
-unchecked limits (``invalid_blocks``), block JSON over about 13.2k characters
-(``msg_blocks_too_long``), over-long text (``msg_too_long``), unknown messages
-(``message_not_found``), used or stale ``trigger_id`` s (``expired_trigger_id``) and stale view
+limits it leaves unchecked -- empty or over-3000-character text objects, a section without text
+or fields, option descriptions over 75 characters (``invalid_blocks``) --, block JSON over about
+13.2k characters (``msg_blocks_too_long``), over-long text (``msg_too_long``), channels listed in
+``missing_channels`` (``channel_not_found``), unknown messages (``message_not_found``), used or stale ``trigger_id`` s (``expired_trigger_id``) and stale view
 hashes (``hash_conflict``). ``rate_limit(method)`` makes the next call answer 429 with
 ``Retry-After`` without doing anything, which is what Slack guarantees for a 429.
 """
@@ -27,6 +28,10 @@ from slack_sdk.models.blocks import Block
 BLOCKS_JSON_LIMIT = 13_200
 TEXT_LIMIT = 40_000
 TRIGGER_TTL = 3.0
+TEXT_OBJECT_LIMIT = 3000  # any plain_text / mrkdwn object: 1 to 3000 characters
+SECTION_TEXT_LIMIT = 3000
+FIELD_TEXT_LIMIT = 2000
+OPTION_DESCRIPTION_LIMIT = 75
 BOT_TOKEN = "xoxb-test-token"
 APP_TOKEN = "xapp-test-token"
 
@@ -46,6 +51,7 @@ class FakeSlack:
 
     usergroups: dict[str, list[str]] = field(default_factory=dict)
     socket_url: str | None = None
+    missing_channels: set[str] = field(default_factory=set)
     calls: list[Call] = field(default_factory=list)
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -161,7 +167,7 @@ class FakeSlack:
 
     def _m_chat_postMessage(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = args.get("channel")
-        if not channel:
+        if not channel or channel in self.missing_channels:
             return {"ok": False, "error": "channel_not_found"}
         problem = _check_message(args)
         if problem:
@@ -319,7 +325,62 @@ def _check_blocks(blocks: list[Any]) -> str | None:
             if isinstance(el, dict) and el.get("type") == "plain_text_input":
                 if not 1 <= int(el.get("max_length", 3000)) <= 3000:
                     return "invalid_blocks"
-        if raw.get("type") == "section":
-            if len((raw.get("text") or {}).get("text", "")) > 3000:
-                return "invalid_blocks"
+        if raw.get("type") == "section" and not _section_ok(raw):
+            return "invalid_blocks"
+        if not all(_text_ok(t) for t in _text_objects(raw)):
+            return "invalid_blocks"
+        if any(len(_text(o.get("description"))) > OPTION_DESCRIPTION_LIMIT for o in _options(raw)):
+            return "invalid_blocks"
     return None
+
+
+def _section_ok(raw: dict[str, Any]) -> bool:
+    """A section needs ``text`` (1-3000 chars) or ``fields`` (at most 10, each 1-2000)."""
+    fields = raw.get("fields")
+    if "text" not in raw and not fields:
+        return False
+    if "text" in raw and not 1 <= len(_text(raw["text"])) <= SECTION_TEXT_LIMIT:
+        return False
+    if fields is not None:
+        if not isinstance(fields, list) or not 1 <= len(fields) <= 10:
+            return False
+        return all(1 <= len(_text(f)) <= FIELD_TEXT_LIMIT for f in fields)
+    return True
+
+
+def _text(obj: Any) -> str:
+    return str(obj.get("text", "")) if isinstance(obj, dict) else ""
+
+
+def _text_objects(node: Any) -> list[dict[str, Any]]:
+    """Every ``plain_text`` / ``mrkdwn`` text object anywhere inside ``node``."""
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        if node.get("type") in ("plain_text", "mrkdwn"):
+            found.append(node)
+        for value in node.values():
+            found += _text_objects(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += _text_objects(item)
+    return found
+
+
+def _text_ok(obj: dict[str, Any]) -> bool:
+    """Slack's rule for every text object: a string of 1 to 3000 characters."""
+    text = obj.get("text")
+    return isinstance(text, str) and 1 <= len(text) <= TEXT_OBJECT_LIMIT
+
+
+def _options(node: Any) -> list[dict[str, Any]]:
+    """Every option object (in checkboxes, radio buttons, selects, overflow menus) in ``node``."""
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("options", "initial_options") and isinstance(value, list):
+                found += [o for o in value if isinstance(o, dict)]
+            found += _options(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += _options(item)
+    return found

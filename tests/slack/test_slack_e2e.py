@@ -29,6 +29,8 @@ from procs import Agent, Serve, cli_env
 from redis_server import RedisServer
 
 from bridge.ask import AskStatus
+from bridge.feed import render_delivery
+from bridge.store.base import Delivery
 from bridge.store.redis import RedisStore
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -245,6 +247,40 @@ async def test_not_answered_within_wait_defers_and_the_answer_reaches_the_feed(
     await world.fake.wait_for("chat.update", lambda a: a["ts"] == ts)
     record = await world.store.get(ask_id)
     assert record is not None and record.status is AskStatus.ANSWERED and record.deferred
+    # the agent host's side: the answer arrives on the feed as the model's next message
+    delivery = await next_delivery_for(world.store, ask_id)
+    message = json.loads(render_delivery(delivery))
+    assert [a["selected"] for a in message["answers"]] == [["b"]]
+    assert message["answers"][0]["question"] == f"Later {marker}?"
+    await world.store.ack(delivery)
+    assert await next_delivery_for(world.store, ask_id, within=0.5) is None  # acked: gone
+
+
+async def next_delivery_for(
+    store: RedisStore, ask_id: str, *, within: float = 15.0
+) -> Delivery | None:
+    """The feed's delivery for ``ask_id`` as an agent host sees it (others are left unacked)."""
+    feed = store.feed("e2e-host")
+    try:
+        async with asyncio.timeout(within):
+            async for delivery in feed:
+                if delivery.record.id == ask_id:
+                    return delivery
+    except TimeoutError:
+        return None
+    finally:
+        await feed.aclose()  # type: ignore[attr-defined]
+    return None
+
+
+async def test_post_refused_exits_1_with_the_slack_error(world: World) -> None:
+    world.fake.missing_channels.add("C0NOWHERE")
+    questions = json.dumps([q("Lost?", "Lost", ["a", "b"])])
+    args = ["--platform", "slack", "--channel", "C0NOWHERE", "--wait", "30"]
+    code, out, err = await (await Agent.start(world.env, questions, *args)).result()
+    assert code == 1, err
+    assert out == "" and "channel_not_found" in err
+    assert not any(channel == "C0NOWHERE" for channel, _ in world.fake.messages)
 
 
 async def test_expiry_exits_4_and_rerenders(world: World) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from pathlib import Path
@@ -15,6 +16,7 @@ from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import (
     block_actions,
     checks,
+    find_action,
     form_body,
     form_values,
     radio,
@@ -23,7 +25,9 @@ from payloads import (
 )
 from redis_server import redis_server
 
-from bridge.ask import AskStatus
+from bridge.ask import AskStatus, Responder
+from bridge.models import Answer
+from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 from platforms.slack import replies
 from platforms.slack.app import build_app
@@ -64,12 +68,114 @@ async def test_double_click_answers_once(bolt: Bolt) -> None:
     assert (await bolt.send(first))[0] == 200
     assert (await bolt.send(second))[0] == 200
     await bolt.fake.wait_for("chat.postEphemeral")
-    await bolt.fake.wait_for("chat.update")
+    updates = await bolt.fake.wait_for("chat.update", count=2)  # the repeat re-renders too
     assert ephemerals_to(bolt.fake, "U0ALICE") == [replies.RECORDED]
-    assert len(bolt.fake.ok_calls("chat.update")) == 1
     done = await bolt.store.get(record.id)
     assert done is not None and done.answers is not None
     assert done.answers[0].selected == ("Yes",)
+    history = [e.kind for e in await bolt.store.history(record.id)]
+    assert history.count("answered") == 1
+    for update in updates:  # both show the one final state, with no controls
+        assert all(b["type"] != "actions" for b in update["blocks"])
+        assert "Answered by <@U0ALICE>" in json.dumps(update["blocks"])
+
+
+async def test_retry_after_a_timed_out_commit_rerenders_the_message(bolt: Bolt) -> None:
+    """The store committed Alice's answer but her click timed out ("try again"), so nothing
+    re-rendered it; her retry is REPEATED and must bring the message up to date."""
+    record = await bolt.ask([DEPLOY])
+    answer = [Answer(question=DEPLOY["question"], selected=("No",))]
+    committed = await bolt.store.submit(record.id, Responder(user_id="U0ALICE"), answer)
+    assert committed.outcome is SubmitOutcome.ACCEPTED  # ... and nobody re-rendered
+    assert bolt.fake.ok_calls("chat.update") == []
+    await bolt.send(click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:1"))
+    (update,) = await bolt.fake.wait_for("chat.update")
+    assert record.message is not None and update["ts"] == record.message.message_id
+    assert all(b["type"] != "actions" for b in update["blocks"])
+    assert "Answered by <@U0ALICE>" in json.dumps(update["blocks"])
+    shown = bolt.fake.messages[(record.message.channel, record.message.message_id)]
+    assert shown["blocks"] == update["blocks"]
+
+
+async def test_a_failed_rerender_is_logged_not_lost(
+    bolt: Bolt, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert bolt.interactions is not None
+    record = await bolt.ask([DEPLOY])
+
+    async def broken(record: Any) -> None:
+        raise ConnectionResetError("connection to Slack dropped")
+
+    bolt.interactions.poster.update = broken  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR, logger="platforms.slack.app"):
+        await bolt.send(click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0"))
+        await bolt.interactions.drain()
+    logged = [r for r in caplog.records if r.name == "platforms.slack.app"]
+    assert any(
+        "could not be re-rendered" in r.getMessage()
+        and r.exc_info is not None
+        and isinstance(r.exc_info[1], ConnectionResetError)
+        for r in logged
+    ), logged
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.status is AskStatus.ANSWERED  # the answer stands
+
+
+async def test_any_failure_in_a_clicks_background_work_is_logged(
+    bolt: Bolt, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert bolt.interactions is not None
+
+    async def fails() -> None:
+        raise RuntimeError("unexpected")
+
+    with caplog.at_level(logging.ERROR, logger="platforms.slack.app"):
+        bolt.interactions._spawn(fails())
+        await bolt.interactions.drain()
+    (logged,) = [r for r in caplog.records if r.name == "platforms.slack.app"]
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], RuntimeError)
+
+
+async def test_a_cut_button_label_answers_with_the_full_label(bolt: Bolt) -> None:
+    full = "Roll out to every region at once, starting with " + "eu-west-1, " * 9 + "then us"
+    assert 75 < len(full) <= 200
+    record = await bolt.ask([q("How to roll out?", "Rollout", [full, "Canary first"])])
+    assert record.message is not None
+    shown = bolt.fake.messages[(record.message.channel, record.message.message_id)]
+    _, button = find_action(shown, f"askb:pick:{record.id}:0:0")
+    assert button["text"]["text"].endswith("…") and len(button["text"]["text"]) <= 75
+    await bolt.send(click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0"))
+    await bolt.fake.wait_for("chat.update")
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answers is not None
+    assert done.answers[0].selected == (full,)
+
+
+@pytest.mark.parametrize(
+    ("status", "explanation"),
+    [
+        (AskStatus.EXPIRED, "This question expired before anyone answered it."),
+        (AskStatus.CANCELLED, "This question was cancelled."),
+    ],
+)
+@pytest.mark.parametrize("control", ["pick", "answer"])
+async def test_late_click_on_an_ended_ask_is_explained_and_changes_nothing(
+    bolt: Bolt, status: AskStatus, explanation: str, control: str
+) -> None:
+    questions = [DEPLOY] if control == "pick" else FORM
+    record = await bolt.ask(questions)
+    prefix = f"askb:pick:{record.id}:0:1" if control == "pick" else f"askb:answer:{record.id}"
+    stale = click(bolt, record, "U0BOB", prefix)  # the message still shows its controls
+    closed = await bolt.store.close(record.id, status)
+    assert closed is not None
+    before = await bolt.store.get(record.id)
+    await bolt.send(stale)
+    (note,) = await bolt.fake.wait_for("chat.postEphemeral", lambda c: c["user"] == "U0BOB")
+    assert note["text"] == explanation and note["channel"] == CHANNEL
+    after = await bolt.store.get(record.id)
+    assert after == before and after is not None
+    assert after.status is status and after.answers is None and after.answered_by is None
+    assert bolt.fake.ok_calls("chat.update") == [] and bolt.fake.ok_calls("views.open") == []
 
 
 async def test_late_click_is_told_who_answered(bolt: Bolt) -> None:

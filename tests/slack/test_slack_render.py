@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from samples import one_question_set
 
 from bridge.ask import AskRecord, AskStatus, Destination, Responder
-from bridge.models import Answer, QuestionSet
+from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
 from platforms.slack import ids
 from platforms.slack.render import (
     BLOCKS_BUDGET,
@@ -44,11 +44,14 @@ def question_sets(draw: st.DrawFn) -> QuestionSet:
         k = draw(st.integers(2, 4))
         questions.append(
             {
-                "question": draw(texts(3000)) + f" {i}",
+                "question": draw(texts(MAX_QUESTION_TEXT - 2)) + f" {i}",
                 "header": draw(st.text(min_size=1, max_size=12)),
                 "multiSelect": draw(st.booleans()),
                 "options": [
-                    {"label": draw(texts(400)) + f" {j}", "description": draw(texts(1000))}
+                    {
+                        "label": draw(texts(MAX_LABEL - 2)) + f" {j}",
+                        "description": draw(texts(MAX_DESCRIPTION)),
+                    }
                     for j in range(k)
                 ],
             }
@@ -130,11 +133,15 @@ def test_four_by_four_at_maximum_length_fits() -> None:
         {
             "questions": [
                 {
-                    "question": worst + str(i),
+                    "question": worst[: MAX_QUESTION_TEXT - 1] + str(i),
                     "header": "&" * 12,
                     "multiSelect": i % 2 == 1,
                     "options": [
-                        {"label": worst[:600] + str(j), "description": worst} for j in range(4)
+                        {
+                            "label": worst[: MAX_LABEL - 1] + str(j),
+                            "description": worst[:MAX_DESCRIPTION],
+                        }
+                        for j in range(4)
                     ],
                 }
                 for i in range(4)
@@ -173,7 +180,7 @@ def test_fit_cuts_visibly_and_never_splits_an_entity() -> None:
 
 
 def test_buttons_route_by_index_and_answers_keep_full_labels() -> None:
-    long_label = "L" * 300
+    long_label = "L" * MAX_LABEL
     qs = one_question_set("Pick", "H", (long_label, "d"), ("short", "d"))
     record = record_for(qs)
     dicts: list[dict[str, Any]] = render_message(record).block_dicts()

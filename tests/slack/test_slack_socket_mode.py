@@ -53,6 +53,53 @@ async def test_standalone_ask_answered_over_socket_mode(
     assert [c.method for c in fake.calls if c.method == "apps.connections.open"]
 
 
+def standalone_env(fake: FakeSlack, bot_token: str = BOT_TOKEN) -> dict[str, str]:
+    """``ask`` without REDIS_URL: it handles its own clicks over (fake) Socket Mode."""
+    return cli_env(SLACK_BOT_TOKEN=bot_token, SLACK_APP_TOKEN=APP_TOKEN, SLACK_API_URL=fake.url)
+
+
+async def test_standalone_wait_running_out_closes_the_ask_and_exits_4(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    """Without a shared store the ask dies with the process: it must not defer (which would
+    leave a live message whose ask id points at nothing) but close and re-render it."""
+    questions = json.dumps([q("Nobody home?", "Home", ["yes", "no"])])
+    agent = await Agent.start(standalone_env(fake), questions, "--channel", "C0SOCK", "--wait", "0.5")
+    code, out, err = await agent.result()
+    assert code == 4, err
+    assert out == "" and "nobody answered" in err
+    ((channel, ts), message) = next(iter(fake.messages.items()))
+    (update,) = fake.ok_calls("chat.update")
+    assert (update["channel"], update["ts"]) == (channel, ts)
+    assert "Expired" in json.dumps(message["blocks"])
+    assert all(b["type"] != "actions" for b in message["blocks"])
+
+
+async def test_standalone_defer_mode_is_refused_before_posting(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    questions = json.dumps([q("Later?", "Later", ["yes", "no"])])
+    agent = await Agent.start(
+        standalone_env(fake), questions, "--channel", "C0SOCK", "--mode", "defer"
+    )
+    code, out, err = await agent.result()
+    assert code == 1, err
+    assert out == "" and "--mode defer needs REDIS_URL" in err
+    assert fake.ok_calls("chat.postMessage") == []
+
+
+async def test_standalone_post_refused_exits_1_with_the_slack_error(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    questions = json.dumps([q("Anyone?", "Anyone", ["yes", "no"])])
+    env = standalone_env(fake, bot_token="xoxb-revoked")
+    agent = await Agent.start(env, questions, "--channel", "C0SOCK", "--wait", "30")
+    code, out, err = await agent.result()
+    assert code == 1, err
+    assert out == "" and "invalid_auth" in err
+    assert fake.messages == {}
+
+
 async def test_modal_errors_travel_back_in_the_socket_ack(
     fake: FakeSlack, socket: FakeSocketMode
 ) -> None:
