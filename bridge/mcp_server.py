@@ -46,7 +46,7 @@ from bridge.platform import Platform, PlatformUnavailable, load_platform
 from bridge.result import HANDLER_FAILED, ToolOutcome
 from bridge.store.base import Store
 from bridge.tool import AskUserTool, tool_ask_user, tools_interactive
-from bridge.validation import validate_questions
+from bridge.validation import questions_from_arguments, validate_questions
 
 PLATFORM_ENV = "ASK_BRIDGE_PLATFORM"
 CHANNEL_ENV = "ASK_BRIDGE_CHANNEL"
@@ -167,7 +167,8 @@ def answers_from_form(
     questions: Sequence[Question], content: Mapping[str, Any] | None
 ) -> list[Answer]:
     """The accepted form's content as answers: chosen labels in option order, typed text as
-    ``other_text`` (for a single-select question, typed text stands instead of a choice)."""
+    ``other_text`` -- both kept, for single-select questions too, as the core keeps a label plus
+    own text from any handler."""
     content = content or {}
     answers: list[Answer] = []
     for i, q in enumerate(questions):
@@ -185,9 +186,7 @@ def answers_from_form(
             other_parts.append(typed.strip())
         other = ", ".join(other_parts) or None
         selected = tuple(label for label in labels if label in picked)
-        if not q.multiSelect and other is not None:
-            selected = ()
-        elif not q.multiSelect:
+        if not q.multiSelect:
             selected = selected[:1]
         answers.append(Answer(question=q.question, selected=selected, other_text=other))
     return answers
@@ -267,8 +266,8 @@ class _AskUserService:
             return _text_result(
                 f"Unknown tool {params.name!r}; this server has ask_user.", is_error=True
             )
-        questions = (params.arguments or {}).get("questions")
         try:
+            questions = questions_from_arguments(params.arguments)
             question_set = validate_questions(questions)
         except ToolRejected as exc:
             return _text_result(exc.message, is_error=True)

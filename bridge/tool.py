@@ -12,7 +12,8 @@ Which handler asks (first that exists wins):
 A handler is ``callback(questions: list[Question], context: dict)``, sync or async. It returns a
 mapping of question text to a label / list of labels / free text, a list of :class:`Answer`, an
 awaitable of either, or :class:`AskUserDeferred`. Sync handlers called from async code run in a
-worker thread (``asyncio.to_thread``): a handler waiting for a person never blocks the event loop.
+daemon worker thread: a handler waiting for a person never blocks the event loop, and Ctrl-C or
+cancellation never waits for it.
 
 Everything the model should read as an error -- a malformed call, a handler that raised or
 answered wrongly, no handler at all -- is :class:`ToolRejected`; ``KeyboardInterrupt`` and task
@@ -245,6 +246,43 @@ def _run_in_new_thread(func: Callable[[], T]) -> T:
     return result
 
 
+async def _run_off_loop(func: Callable[..., T], *args: Any) -> T:
+    """Run blocking ``func(*args)`` in a daemon thread (the caller's context variables) and await
+    its outcome without ever joining the thread.
+
+    Not ``asyncio.to_thread``: on Ctrl-C ``asyncio.run`` cancels its task and then joins the
+    default executor, where a terminal prompt sits in ``input()`` for ever. Here cancellation
+    propagates at once; the abandoned thread's late outcome is dropped, and being a daemon it
+    does not keep the process alive.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(error: BaseException | None, value: Any) -> None:
+        if future.done():  # cancelled while the handler ran
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def target() -> None:
+        error: BaseException | None = None
+        value: Any = None
+        try:
+            value = context.run(func, *args)
+        except BaseException as exc:  # handed to the awaiting task below
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, error, value)
+        except RuntimeError:  # the loop has closed: nobody awaits this outcome any more
+            pass
+
+    threading.Thread(target=target, name="ask_user", daemon=True).start()
+    return await future
+
+
 class AskUserTool:
     """The ``ask_user`` tool, bound to a handler (its own, or the process-wide chain).
 
@@ -321,7 +359,7 @@ class AskUserTool:
             if _is_async_callable(callback):
                 returned = callback(asked, context)
             else:  # a sync handler may block waiting for a person: keep it off the loop
-                returned = await asyncio.to_thread(callback, asked, context)
+                returned = await _run_off_loop(callback, asked, context)
             while inspect.isawaitable(returned):
                 returned = await returned
         except ToolRejected:

@@ -5,10 +5,15 @@ than let pydantic's messages (or a ``TypeError``) reach the agent loop, every ru
 is checked here by hand and *all* violations go back in one :class:`ToolRejected`, each naming its
 place (``questions[2].options[0].label is empty``) and how to fix it, so the model can repair the
 whole call in one retry. Only a set that passes every rule is built into the frozen models.
+
+Hosts that receive a whole arguments object (JSON text or a dict: provider APIs, frameworks, the
+MCP server) unwrap it with :func:`questions_from_arguments` first, so every host answers the same
+mistakes with the same words.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -43,6 +48,14 @@ _MAX_LENGTH = {
     "label": MAX_LABEL,
     "description": MAX_DESCRIPTION,
 }  # header has its own, more specific check in _Checker.question
+
+MAX_LISTED_PROBLEMS = 20
+"""A rejection lists at most this many problems, then how many more there are: a huge malformed
+call must not turn into a huge message (the model repairs the kinds of mistake, not each one)."""
+
+_EXTRA_CHECKED = 2
+"""Items past the allowed count of questions or options are counted, and only this many of them
+checked: the model is told to drop the rest anyway."""
 
 _FIX = {
     "question": "give the full question text",
@@ -117,7 +130,8 @@ class _Checker:
     ) -> None:
         for key in obj:
             if key not in allowed:
-                shown = _short(key) if isinstance(key, str) else repr(key)
+                # not repr(): a Python caller's key may nest deeper than repr can recurse
+                shown = _short(key) if isinstance(key, str) else f"of type {json_type(key)}"
                 self.add(
                     f"{path} has an unknown field {shown}: remove it "
                     f"(allowed fields: {', '.join(allowed)})"
@@ -193,7 +207,7 @@ class _Checker:
                 "answer, so do not add an 'Other' option)"
             )
         seen: dict[str, int] = {}
-        for j, option in enumerate(options):
+        for j, option in enumerate(options[: MAX_OPTIONS + _EXTRA_CHECKED]):
             opath = f"{where}[{j}]"
             ob = _as_mapping(option)
             if ob is None:
@@ -244,7 +258,7 @@ def validate_questions(raw: object) -> QuestionSet:
             "most important ones now and the rest in a later call)"
         )
     seen: dict[str, int] = {}
-    for i, item in enumerate(items):
+    for i, item in enumerate(items[: MAX_QUESTIONS + _EXTRA_CHECKED]):
         text = checker.question(item, f"questions[{i}]")
         if text is None:
             continue
@@ -275,4 +289,82 @@ def _reject(problems: list[str]) -> NoReturn:
         + ("1 problem" if count == 1 else f"{count} problems")
         + " to fix before calling it again."
     )
-    raise ToolRejected("\n".join([head, *(f"- {p}" for p in problems)]))
+    listed = [f"- {p}" for p in problems[:MAX_LISTED_PROBLEMS]]
+    if count > MAX_LISTED_PROBLEMS:
+        listed.append(
+            f"- ... and {count - MAX_LISTED_PROBLEMS} more problems of the same kinds: fix those "
+            "above the same way everywhere"
+        )
+    raise ToolRejected("\n".join([head, *listed]))
+
+
+# -- the arguments object ------------------------------------------------------------------------
+
+_EXPECTED = (
+    'send the arguments as a JSON object with one field, "questions": an array of 1 to 4 question '
+    'objects, e.g. {"questions": [{"question": "...", "header": "...", "options": [{"label": '
+    '"...", "description": "..."}, {"label": "...", "description": "..."}], "multiSelect": false}]}'
+)
+_MAX_NAMED = 5
+"""Unknown argument names listed in a rejection; the rest are counted."""
+
+
+def _arguments_rejected(problem: str) -> ToolRejected:
+    return ToolRejected(f"The ask_user call was rejected: {problem}: {_EXPECTED}.")
+
+
+def questions_from_arguments(arguments: str | bytes | Mapping[str, Any] | None) -> object:
+    """The ``questions`` value from a tool call's arguments object, or :class:`ToolRejected`.
+
+    ``arguments`` is the JSON text a provider sends (OpenAI) or the decoded object (Anthropic,
+    MCP, most frameworks). Malformed JSON (including JSON nested too deeply to decode), a
+    non-object, a missing ``questions`` or an unknown argument is rejected with a message the
+    model can act on. A ``multiSelect`` of ``null`` -- how OpenAI strict mode says "left out" --
+    is dropped; the value itself is for :func:`validate_questions`.
+    """
+    if arguments is None or (isinstance(arguments, str | bytes) and not arguments.strip()):
+        raise _arguments_rejected("the arguments are empty")
+    if isinstance(arguments, str | bytes):
+        decoded = _decode(arguments)
+    else:
+        decoded = arguments
+    if not isinstance(decoded, Mapping):
+        raise _arguments_rejected(f"the arguments must be a JSON object, got {json_type(decoded)}")
+    unknown = [key for key in decoded if key != "questions"]
+    if unknown:
+        names = ", ".join(
+            _short(key) if isinstance(key, str) else json_type(key) for key in unknown[:_MAX_NAMED]
+        )
+        more = f" and {len(unknown) - _MAX_NAMED} more" if len(unknown) > _MAX_NAMED else ""
+        noun, pronoun = ("argument", "it") if len(unknown) == 1 else ("arguments", "them")
+        raise _arguments_rejected(f"unknown {noun} {names}{more} (remove {pronoun})")
+    if "questions" not in decoded:
+        raise _arguments_rejected('the "questions" argument is missing')
+    return _drop_null_multiselect(decoded["questions"])
+
+
+def _decode(text: str | bytes) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _arguments_rejected(
+            f"the arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    except UnicodeDecodeError:
+        raise _arguments_rejected("the arguments are not UTF-8 text") from None
+    except RecursionError:
+        raise _arguments_rejected("the arguments are nested too deeply to read") from None
+    except ValueError as exc:  # e.g. an integer beyond the decoder's digit limit
+        reason = str(exc).split(";")[0].strip()[:120] or type(exc).__name__
+        raise _arguments_rejected(f"the arguments are not valid JSON ({reason})") from None
+
+
+def _drop_null_multiselect(questions: object) -> object:
+    if not isinstance(questions, list):
+        return questions
+    return [
+        {k: v for k, v in q.items() if not (k == "multiSelect" and v is None)}
+        if isinstance(q, Mapping)
+        else q
+        for q in questions
+    ]

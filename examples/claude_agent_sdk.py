@@ -1,8 +1,9 @@
 """Claude Agent SDK: Claude's own AskUserQuestion, answered through a bridge handler.
 
 ``can_use_tool(handler)`` answers AskUserQuestion through any bridge handler -- a Slack or Discord
-``ChatHandler``, the terminal prompt, or a function like the one below -- and allows every other
-tool (pass ``fallback=`` to decide those yourself).
+``ChatHandler``, the terminal prompt, or a function like the one below -- and asks the same handler
+"Allow" / "Deny" for every other tool Claude wants to run (pass ``fallback=`` to decide those
+yourself). The stand-in below picks each first option, so it also allows every tool.
 
 ``python examples/claude_agent_sdk.py`` runs a live query (needs the Claude Code CLI and an API
 key); ``demo()`` shows the same callback answering one AskUserQuestion call offline.

@@ -28,7 +28,9 @@ from bridge.store.base import Store
 HINT_SINGLE = "enter a number, or type your own answer"
 HINT_MULTI = "enter numbers separated by commas, or type your own answer"
 
-_NUMBERS = re.compile(r"\d+(?:\s*[,\s]\s*\d+)*")
+_NUMBERS = re.compile(r"[+-]?\d+(?:\s*[,\s]\s*[+-]?\d+)*")
+"""A number or a list of them, signs allowed: "-1" is a number matching no option (ask again),
+not the person's own answer."""
 
 
 def clean(text: str) -> str:

@@ -172,6 +172,25 @@ def test_out_of_range_number_and_empty_input_ask_again(spawn: Spawn) -> None:
     assert answers(child) == [(["Table"], None), (["Body", "Outro"], None)]
 
 
+def test_signed_numbers_are_numbers_not_free_text(spawn: Spawn) -> None:
+    """A sign does not turn a number into the person's own answer: it is read by its value."""
+    child = spawn()
+    child.expect_exact(SINGLE)
+    child.sendline("-1")
+    child.expect_exact("There is no option -1: choose from 1 to 3, or type your own answer.")
+    child.expect_exact(SINGLE)
+    child.sendline("-0")
+    child.expect_exact("There is no option 0")
+    child.expect_exact(SINGLE)
+    child.sendline("+2")
+    child.expect_exact(MULTI)
+    child.sendline("1, -3")
+    child.expect_exact("There is no option -3")
+    child.expect_exact(MULTI)
+    child.sendline("+1, 3")
+    assert answers(child) == [(["Detailed"], None), (["Intro", "Outro"], None)]
+
+
 def test_several_numbers_for_a_single_select_question_ask_again(spawn: Spawn) -> None:
     child = spawn()
     child.expect_exact(SINGLE)
@@ -232,6 +251,9 @@ def test_ctrl_c_on_the_async_path_interrupts_at_once(spawn: Spawn) -> None:
     child.sendintr()
     child.expect_exact("INTERRUPTED", timeout=5)
     child.expect(pexpect.EOF, timeout=5)
+    assert "Fatal" not in child.before  # the abandoned prompt thread does not wreck the exit
+    child.close()
+    assert child.exitstatus == 0
 
 
 def test_model_text_cannot_drive_the_terminal(spawn: Spawn) -> None:

@@ -149,6 +149,13 @@ def test_validation_comes_before_the_handler() -> None:
     assert "not a string" in info.value.message
 
 
+def test_a_huge_malformed_call_gets_a_bounded_message() -> None:
+    (tool,) = tools_interactive(lambda qs, ctx: {})
+    with pytest.raises(ToolRejected) as info:
+        tool([1] * 100_000)
+    assert len(info.value.message) < 2_000
+
+
 def test_global_callback_is_used_and_set_returns_the_previous() -> None:
     def first(qs: list[Question], ctx: dict[str, Any]) -> dict[str, Any]:
         return {FORMAT: "Summary"}
@@ -460,10 +467,15 @@ async def test_cancellation_propagates_from_an_async_handler() -> None:
 
 async def test_cancellation_propagates_while_a_sync_handler_waits_in_its_thread() -> None:
     started, release = threading.Event(), threading.Event()
+    loop = asyncio.get_running_loop()
+    loop_errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, error: loop_errors.append(error))
+    finished = asyncio.Event()
 
     def callback(qs: list[Question], ctx: dict[str, Any]) -> Any:
         started.set()
         release.wait(10)
+        loop.call_soon_threadsafe(finished.set)
         return {}
 
     (tool,) = tools_interactive(callback)
@@ -471,8 +483,22 @@ async def test_cancellation_propagates_while_a_sync_handler_waits_in_its_thread(
     await asyncio.to_thread(started.wait, 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await task
+        await task  # at once, while the handler still waits
     release.set()
+    await finished.wait()  # the abandoned outcome was queued before this wake-up: dropped quietly
+    assert loop_errors == []
+    loop.set_exception_handler(None)
+
+
+async def test_a_sync_handler_from_async_code_sees_the_callers_context_variables() -> None:
+    channel: contextvars.ContextVar[str] = contextvars.ContextVar("channel")
+    channel.set("C7")
+
+    def callback(qs: list[Question], ctx: dict[str, Any]) -> dict[str, Any]:
+        return {FORMAT: channel.get()}
+
+    (tool,) = tools_interactive(callback)
+    assert answers_of(await tool.acall(QUESTIONS))[0]["other_text"] == "C7"
 
 
 # -- concurrency -----------------------------------------------------------------------------------

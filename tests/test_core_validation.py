@@ -227,6 +227,73 @@ def test_single_problem_is_singular() -> None:
     assert rejected([q(header="")]).startswith("The ask_user call was rejected: 1 problem to fix")
 
 
+def test_items_past_the_limit_are_counted_and_only_a_few_checked() -> None:
+    message = rejected([1] * 100_000)
+    lines = message.splitlines()
+    assert len(message) < 2_000
+    assert lines[1] == (
+        "- questions has 100000 items: give at most 4 questions (ask the most important ones now "
+        "and the rest in a later call)"
+    )
+    assert [line.split(" ")[1] for line in lines[2:]] == [f"questions[{i}]" for i in range(6)]
+
+
+def test_the_listed_problems_are_capped() -> None:
+    options = [{"label": "", "description": ""}] * 6
+    message = rejected([q(f"Q{i}?", options=options) for i in range(6)])
+    lines = message.splitlines()
+    count = 1 + 6 * (1 + 6 * 2)  # too many questions; each: too many options, 6 x 2 blanks
+    assert lines[0].startswith(f"The ask_user call was rejected: {count} problems")
+    assert len(lines) == 1 + 20 + 1
+    assert lines[-1] == (
+        f"- ... and {count - 20} more problems of the same kinds: fix those above the same way "
+        "everywhere"
+    )
+
+
+def test_many_bad_options_are_capped_too() -> None:
+    message = rejected([q(options=[{"label": "", "description": ""}] * 100_000)])
+    assert len(message) < 4_000
+    assert "questions[0].options has 100000 options: give 2 to 4 options" in message
+
+
+def test_twenty_problems_are_all_listed() -> None:
+    options = [{"label": "", "description": ""}] * 4  # 8 problems per question
+    raw = [q(f"Q{i}?", header="", options=options) for i in range(2)]
+    message = rejected([*raw, q("", header="")])
+    lines = message.splitlines()
+    assert lines[0].startswith("The ask_user call was rejected: 20 problems")
+    assert len(lines) == 21 and not any("more problems" in line for line in lines)
+
+
+def _nested(depth: int, leaf: object, wrap: Any) -> object:
+    for _ in range(depth):
+        leaf = wrap(leaf)
+    return leaf
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _nested(DEEP, [], lambda x: [x]),
+        _nested(DEEP, {}, lambda x: {"questions": x}),
+        [_nested(DEEP, [], lambda x: [x])],
+        [q(question=_nested(DEEP, {}, lambda x: {"a": x}))],
+        [q(options=_nested(DEEP, [], lambda x: [x]))],
+        [q(options=[_nested(DEEP, {}, lambda x: {"a": x}), _nested(DEEP, [], lambda x: [x])])],
+        [{**q(), _nested(DEEP, (), lambda x: (x,)): 1}],  # type: ignore[dict-item]
+        [q(options=[{_nested(DEEP, (), lambda x: (x,)): 1}, FORMAT_QUESTION["options"][0]])],
+        [q(multiSelect=_nested(DEEP, [], lambda x: [x]))],
+    ],
+    ids=["list", "dict", "item", "text", "options", "option", "key", "option-key", "multi"],
+)
+def test_deep_nesting_is_rejected_not_a_recursion_error(raw: object) -> None:
+    assert len(rejected(raw)) < 1_000
+
+
 # -- fuzz ---------------------------------------------------------------------------------------
 
 json_scalars = st.one_of(

@@ -21,6 +21,7 @@ from agents import (
     Usage,
 )
 from agents.items import ToolCallOutputItem
+from agents.tool_context import ToolContext
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
@@ -123,6 +124,18 @@ async def test_calls_to_fix_are_tool_output_and_the_run_goes_on() -> None:
     assert "questions[0].options has 6 options: give 2 to 4 options" in second
     assert "questions[0].options[2].label 'Postgres' repeats" in second
     assert json.loads(model.tool_output(3))["answers"][0]["selected"] == ["Postgres"]
+
+
+async def test_arguments_nested_too_deeply_are_a_call_to_fix() -> None:
+    # Called directly: the SDK's own run loop (0.x) crashes on such arguments before any tool
+    # sees them (agents._tool_invocation._normalize_arguments lets RecursionError out).
+    tool = ask_user_tool(tools_interactive(answer)[0])
+    arguments = "[" * 100_000
+    context = ToolContext(
+        context=None, tool_name="ask_user", tool_call_id="call_1", tool_arguments=arguments
+    )
+    output = await tool.on_invoke_tool(context, arguments)
+    assert "the arguments are nested too deeply" in str(output)
 
 
 async def test_a_failed_handler_is_tool_output_too() -> None:

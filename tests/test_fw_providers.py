@@ -161,6 +161,9 @@ def test_answers_come_back_as_the_tools_json() -> None:
         ("{}", 'the "questions" argument is missing'),
         ({"questions": QUESTIONS, "urgent": True}, "unknown argument 'urgent'"),
         (b"\xc3\x28{}", "the arguments are not UTF-8 text"),
+        ("[" * 100_000, "the arguments are nested too deeply"),
+        ('{"questions": ' + "[" * 100_000, "the arguments are nested too deeply"),
+        ('{"questions": ' + "9" * 5_000 + "}", "the arguments are not valid JSON (Exceeds"),
     ],
 )
 def test_malformed_arguments_are_an_error_the_model_can_fix(arguments: Any, expected: str) -> None:
@@ -169,6 +172,14 @@ def test_malformed_arguments_are_an_error_the_model_can_fix(arguments: Any, expe
     assert expected in result.content
     assert result.content.startswith("The ask_user call was rejected")
     assert '{"questions": [{"question": "...", "header": "..."' in result.content  # how to fix
+
+
+def test_many_unknown_arguments_are_named_briefly() -> None:
+    arguments = {"questions": QUESTIONS, **{f"{'x' * 1000}{i}": i for i in range(10_000)}}
+    result = run_tool_call(arguments, tools_interactive(callback=answer)[0])
+    assert result.is_error and "unknown arguments 'xxx" in result.content
+    assert "and 9995 more" in result.content
+    assert len(result.content) < 1_000
 
 
 def test_invalid_questions_are_an_error_naming_the_place() -> None:

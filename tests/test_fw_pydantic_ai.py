@@ -41,7 +41,7 @@ TEXT = QUESTION["question"]
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 
 
-def ask(arguments: dict[str, Any], call_id: str = "call_1") -> Step:
+def ask(arguments: dict[str, Any] | str, call_id: str = "call_1") -> Step:
     return lambda messages, info: ModelResponse(
         parts=[ToolCallPart("ask_user", arguments, tool_call_id=call_id)]
     )
@@ -92,7 +92,9 @@ async def test_answers_reach_the_model_as_the_tools_json() -> None:
 
 
 def test_sync_run_with_json_text_arguments() -> None:
-    script = Script(ask({"questions": [{**QUESTION, "multiSelect": None}]}), reply("ok"))
+    # As OpenAI-style models send them: JSON text, with strict mode's null for "not given".
+    arguments = json.dumps({"questions": [{**QUESTION, "multiSelect": None}]})
+    script = Script(ask(arguments), reply("ok"))
     agent = Agent(script.model(), tools=[ask_user_tool(tools_interactive(callback=answer)[0])])
     assert agent.run_sync("Plan.").output == "ok"
     [returned] = script.last_parts(1)

@@ -20,8 +20,9 @@ from mcp.client.session import ClientRequestContext
 from mcp_fixtures import BAD_QUESTIONS, answers_of, assert_rejected, text_of
 from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
-from bridge import AskUserDeferred, Question
+from bridge import AskUserDeferred, Question, tools_interactive
 from bridge.cli import build_parser
+from bridge.frameworks.providers import run_tool_call
 from bridge.mcp_server import (
     DECLINED_MESSAGE,
     NO_ROUTE_MESSAGE,
@@ -35,6 +36,12 @@ from bridge.platform import PlatformUnavailable
 from bridge.tool import PARAMETERS, tool_ask_user
 
 MODES = ["auto", "legacy"]
+
+
+def answers_of_text(content: str | dict[str, Any]) -> list[dict[str, Any]]:
+    assert isinstance(content, str)
+    answers: list[dict[str, Any]] = json.loads(content)["answers"]
+    return answers
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -63,9 +70,15 @@ async def test_call_to_fix_is_an_error_result(mode: str) -> None:
         bad = await client.call_tool("ask_user", {"questions": BAD_QUESTIONS})
         text = await client.call_tool("ask_user", {"questions": json.dumps(QUESTIONS)})
         missing = await client.call_tool("ask_user", {})
+        extra = await client.call_tool("ask_user", {"questions": QUESTIONS, "extra": 1})
+        empty = await client.call_tool("ask_user", None)
     assert_rejected(bad, "questions[0].header", "questions[0].options")
     assert_rejected(text, "not a string")
-    assert_rejected(missing, "questions must be")
+    # The arguments object is checked as for every other host (providers, chatlas, ...).
+    assert_rejected(missing, 'the "questions" argument is missing')
+    assert_rejected(extra, "unknown argument 'extra'")
+    assert_rejected(empty, "the arguments are empty")
+    assert text_of(extra) == run_tool_call({"questions": QUESTIONS, "extra": 1}).content
     assert not asked
 
 
@@ -215,11 +228,20 @@ def test_form_for_protocols_without_multi_select_arrays() -> None:
     ]
 
 
-def test_single_select_typed_answer_stands_instead_of_a_choice() -> None:
+def test_single_select_choice_and_typed_text_are_both_kept_as_in_the_core() -> None:
     qs = QuestionSet.model_validate({"questions": QUESTIONS})
-    (first, second) = answers_from_form(qs.questions, {"q1": "Summary", "q1_other": "Neither"})
-    assert (first.selected, first.other_text) == ((), "Neither")
+    (first, second) = answers_from_form(qs.questions, {"q1": "Summary", "q1_other": "short"})
+    assert (first.selected, first.other_text) == (("Summary",), "short")
     assert (second.selected, second.other_text) == ((), None)
+    # The same answer given straight to the core tool normalises the same way.
+    (tool,) = tools_interactive(lambda q, ctx: {q[0].question: ["Summary", "short"]})
+    assert answers_of_text(tool(QUESTIONS))[0] == {
+        "question": "Which format?",
+        "selected": ["Summary"],
+        "other_text": "short",
+    }
+    (typed_only, _) = answers_from_form(qs.questions, {"q1_other": "Neither"})
+    assert (typed_only.selected, typed_only.other_text) == ((), "Neither")
 
 
 # -- configuration from the environment ---------------------------------------------------------

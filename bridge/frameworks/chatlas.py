@@ -28,9 +28,10 @@ from chatlas.types import ContentToolResult, ToolAnnotations
 from pydantic import Field
 
 from bridge.errors import ToolRejected
-from bridge.frameworks.providers import questions_from_arguments, strict_parameters
+from bridge.frameworks.providers import strict_parameters
 from bridge.result import ToolOutcome
 from bridge.tool import AskUserTool, tool_ask_user
+from bridge.validation import questions_from_arguments
 
 __all__ = ["ask_user_tool"]
 

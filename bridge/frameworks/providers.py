@@ -7,7 +7,8 @@ call): put a definition from here in the request's ``tools``, and when the model
 for the next request and whether it is an error result, and renders the item each API expects.
 
 Nothing here imports a provider SDK. The other adapters in :mod:`bridge.frameworks` reuse
-:func:`questions_from_arguments` and :func:`strict_parameters`.
+:func:`strict_parameters`; the arguments object is checked by
+:func:`bridge.validation.questions_from_arguments` (re-exported here), as for every host.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.result import ToolOutcome
 from bridge.tool import AskUserTool, tool_ask_user
-from bridge.validation import json_type
+from bridge.validation import questions_from_arguments
 
 __all__ = [
     "ToolCallResult",
@@ -34,17 +35,6 @@ __all__ = [
     "run_tool_call",
     "strict_parameters",
 ]
-
-_EXPECTED = (
-    'send the arguments as a JSON object with one field, "questions": an array of 1 to 4 question '
-    'objects, e.g. {"questions": [{"question": "...", "header": "...", "options": [{"label": '
-    '"...", "description": "..."}, {"label": "...", "description": "..."}], "multiSelect": false}]}'
-)
-
-
-def _rejected(problem: str) -> ToolRejected:
-    return ToolRejected(f"The ask_user call was rejected: {problem}: {_EXPECTED}.")
-
 
 # -- definitions ----------------------------------------------------------------------------
 
@@ -135,49 +125,6 @@ def anthropic_tool(tool: AskUserTool = tool_ask_user) -> dict[str, Any]:
 
 
 # -- running a call ---------------------------------------------------------------------------
-
-
-def questions_from_arguments(arguments: str | bytes | Mapping[str, Any] | None) -> object:
-    """The ``questions`` value from a tool call's arguments, or :class:`ToolRejected`.
-
-    ``arguments`` is the JSON text a provider sends (OpenAI) or the decoded object (Anthropic,
-    most frameworks). Malformed JSON, a non-object, a missing ``questions`` or an unknown field is
-    rejected with a message the model can act on. A ``multiSelect`` of ``null`` -- how strict
-    mode says "left out" -- is dropped; everything else is checked by the tool itself.
-    """
-    if arguments is None or (isinstance(arguments, str | bytes) and not arguments.strip()):
-        raise _rejected("the arguments are empty")
-    if isinstance(arguments, str | bytes):
-        try:
-            decoded = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            raise _rejected(
-                f"the arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
-                f"{exc.colno})"
-            ) from None
-        except UnicodeDecodeError:
-            raise _rejected("the arguments are not UTF-8 text") from None
-    else:
-        decoded = arguments
-    if not isinstance(decoded, Mapping):
-        raise _rejected(f"the arguments must be a JSON object, got {json_type(decoded)}")
-    unknown = sorted(str(key) for key in decoded if key != "questions")
-    if unknown:
-        raise _rejected(f"unknown argument {', '.join(map(repr, unknown))}")
-    if "questions" not in decoded:
-        raise _rejected('the "questions" argument is missing')
-    return _drop_null_multiselect(decoded["questions"])
-
-
-def _drop_null_multiselect(questions: object) -> object:
-    if not isinstance(questions, list):
-        return questions
-    return [
-        {k: v for k, v in q.items() if not (k == "multiSelect" and v is None)}
-        if isinstance(q, Mapping)
-        else q
-        for q in questions
-    ]
 
 
 @dataclass(frozen=True)

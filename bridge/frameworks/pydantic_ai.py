@@ -29,10 +29,10 @@ from pydantic_ai.exceptions import ToolFailed
 from bridge.ask import AskRecord, AskStatus
 from bridge.errors import ToolRejected
 from bridge.feed import render_delivery
-from bridge.frameworks.providers import questions_from_arguments
 from bridge.result import HANDLER_FAILED
 from bridge.store.base import Delivery
 from bridge.tool import AskUserTool, tool_ask_user
+from bridge.validation import questions_from_arguments
 
 __all__ = ["ask_ids", "ask_user_tool", "deferred_tool_results"]
 
