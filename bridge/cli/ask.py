@@ -3,15 +3,17 @@
 Exit status: 0 answered (answers JSON on stdout); 2 the question set was rejected (the
 model-facing message on stderr); 3 not answered within ``--wait`` (the deferred result, with the
 ask id, on stdout -- the answer will reach the answers feed); 4 the ask expired or was cancelled;
-1 anything else. With ``REDIS_URL`` set, a ``serve`` process handles the clicks; without it this
-process handles them itself (Slack: over Socket Mode).
+1 anything else, including a post the platform refused (its error on stderr). With ``REDIS_URL``
+set, a ``serve`` process handles the clicks; without it this process handles them itself (Slack:
+over Socket Mode) and the ask lives only as long as the process: nothing could take a deferred
+answer, so ``--mode defer`` is refused and a ``--wait`` that runs out closes the ask as expired,
+re-renders it without controls and exits 4.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import signal
 import sys
@@ -24,10 +26,23 @@ from bridge.platform import Platform, PlatformUnavailable
 from bridge.poster import Poster
 
 ANSWERED, FAILED, REJECTED, DEFERRED, ENDED = 0, 1, 2, 3, 4
+STANDALONE_DEFER = (
+    "ask-bridge ask: --mode defer needs REDIS_URL: without a shared store the ask lives only "
+    "as long as this process, so nothing could take the answer later. Set REDIS_URL and run "
+    "`ask-bridge serve`, or use --mode block."
+)
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("ask", help="post a question set and print the answers as the tool result")
+    p = sub.add_parser(
+        "ask",
+        help="post a question set and print the answers as the tool result",
+        description="Post a question set and print the answers as the tool result. Exit status: "
+        "0 answered; 1 any other failure (e.g. the post was refused); 2 the question set was "
+        "rejected; 3 not answered within --wait (deferred, ask id printed); 4 expired or "
+        "cancelled. Without REDIS_URL this process handles the clicks itself (Slack: Socket "
+        "Mode), --mode defer is refused, and an unanswered --wait closes the ask (exit 4).",
+    )
     p.add_argument("--platform", default="slack", help="chat platform (default: slack)")
     p.add_argument("--channel", help="channel id to post in (Slack: C…)")
     p.add_argument("--thread", help="thread to post in (Slack: the parent message ts)")
@@ -39,14 +54,26 @@ def register(sub: Any) -> None:
         metavar="ID",
         help="who may answer: a user or user-group id; repeat for several (default: anyone)",
     )
-    p.add_argument("--wait", type=float, default=600.0, help="seconds to wait (default 600)")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=600.0,
+        help="seconds to wait (default 600); then exit 3 with the ask id, the answer going to "
+        "the answers feed -- or, without REDIS_URL, close the ask as expired and exit 4",
+    )
     p.add_argument(
         "--expires",
         type=float,
         default=86400.0,
         help="seconds the ask takes answers (default 1 day)",
     )
-    p.add_argument("--mode", choices=("block", "defer"), default="block")
+    p.add_argument(
+        "--mode",
+        choices=("block", "defer"),
+        default="block",
+        help="block: wait for the answer (default); defer: exit 3 at once, the answer going to "
+        "the answers feed (needs REDIS_URL and a running `serve`)",
+    )
     p.add_argument("--asker", default="ask-bridge", help="name shown as who asks")
     p.add_argument("file", metavar="FILE|-", help='{"questions": [...]} or a bare array')
     p.set_defaults(func=run)
@@ -102,7 +129,7 @@ class _Remember(Poster):
 
 
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
-    from bridge.cli.serve import resolve_platform
+    from bridge.cli.serve import resolve_platform, stop
     from bridge.handler import AskPolicy, ChatHandler
     from bridge.settings import EngineSettings, open_store
     from bridge.tool import tools_interactive
@@ -110,6 +137,9 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
     platform = resolve_platform(args.platform)
     standalone = not EngineSettings().redis_url
     if standalone:
+        if args.mode == "defer":
+            print(STANDALONE_DEFER, file=sys.stderr)
+            return FAILED
         check = getattr(platform, "check_standalone", None)
         if check is not None:
             check()
@@ -120,11 +150,13 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
         if standalone:
             serving = await _serve_here(platform, store)
         wait = args.wait if args.mode == "block" else 0.0
-        expires_first = args.mode == "block" and wait >= args.expires
+        # Standalone, the ask dies with this process: deferring would leave a live message whose
+        # ask id points at nothing, so a wait that runs out closes it (re-rendered, exit 4).
+        close_on_timeout = standalone or (args.mode == "block" and wait >= args.expires)
         policy = AskPolicy(
             wait=min(wait, args.expires),
             expires=args.expires,
-            on_timeout="error" if expires_first else "defer",
+            on_timeout="error" if close_on_timeout else "defer",
             mode=args.mode,
             answerers=tuple(args.answerer),
         )
@@ -136,9 +168,7 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
         return await _outcome(tool, questions, poster, store)
     finally:
         if serving is not None:
-            serving.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await serving
+            await stop(serving)  # it only ever served this ask: how it ended changes nothing
         await store.aclose()
 
 
@@ -168,7 +198,10 @@ async def _outcome(tool: Any, questions: Any, poster: _Remember, store: Any) -> 
     except ToolRejected as exc:
         print(exc.message, file=sys.stderr)
         record = await store.get(poster.record.id) if poster.record is not None else None
-        ended = record is not None and record.status in (AskStatus.EXPIRED, AskStatus.CANCELLED)
+        # no message: the post itself failed (the handler closes such an ask as cancelled)
+        if record is None or record.message is None:
+            return FAILED
+        ended = record.status in (AskStatus.EXPIRED, AskStatus.CANCELLED)
         return ENDED if ended else FAILED
     if outcome.deferred is not None:
         result = dict(outcome.content)

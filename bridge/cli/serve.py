@@ -2,7 +2,8 @@
 
 Any number of ``serve`` replicas may run against one ``REDIS_URL``: every click is judged by the
 store, so it does not matter which replica receives it. Each replica also sweeps: asks past their
-expiry are closed (each by exactly one sweeper, see :meth:`Store.sweep`) and re-rendered.
+expiry are closed (each by exactly one sweeper, see :meth:`Store.sweep`) and re-rendered. Without
+``REDIS_URL`` the store is an empty in-memory one that no agent can reach: a warning at start.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from bridge.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+NO_SHARED_STORE = (
+    "REDIS_URL is not set; using an empty in-memory store: it holds no ask that another process "
+    "posted, so every click will be told the question is no longer open. Set REDIS_URL to the "
+    "store your agents use."
+)
 
 
 def register(sub: Any) -> None:
@@ -61,9 +67,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(platform: Platform, poster: Poster, args: argparse.Namespace) -> None:
-    from bridge.settings import open_store
+    from bridge.settings import EngineSettings, open_store
 
-    store = open_store()
+    settings = EngineSettings()
+    if not settings.redis_url:
+        log.warning(NO_SHARED_STORE)
+    store = open_store(settings)
     ready = asyncio.Event()
     serving = asyncio.create_task(
         platform.serve(store, host=args.host, port=args.port, ready=ready)
@@ -84,7 +93,19 @@ async def _serve(platform: Platform, poster: Poster, args: argparse.Namespace) -
         with contextlib.suppress(asyncio.CancelledError):
             await serving
     finally:
-        sweeping.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sweeping
+        failure = await stop(sweeping)
+        if failure is not None:
+            log.warning("the sweeper failed", exc_info=failure)
         await store.aclose()
+
+
+async def stop(task: asyncio.Task[Any]) -> BaseException | None:
+    """Cancel ``task`` until it has ended; returns what it failed with, if anything.
+
+    Once is not enough on Python 3.11: a cancel landing just as an awaited reply arrives is
+    swallowed by ``asyncio.wait_for`` (CPython gh-86296, fixed in 3.12; redis-py uses it), and
+    the task goes on running -- the sweeper would sweep on and SIGTERM would hang."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.1)
+    return None if task.cancelled() else task.exception()

@@ -1,13 +1,14 @@
 """A fake Slack Web API on loopback that answers -- and refuses -- like Slack.
 
 One aiohttp route ``POST /api/{method}`` takes JSON or form bodies, checks the bot token, records
-every call, and rejects what Slack would: blocks that fail slack_sdk's own validation or Slack's
-limits it leaves unchecked -- empty or over-3000-character text objects, a section without text
-or fields, option descriptions over 75 characters (``invalid_blocks``) --, block JSON over about
+every call, and rejects what Slack would: blocks failing slack_sdk's own validation or the limits
+it leaves unchecked -- empty or over-3000-character text objects, a section without text or
+fields, option descriptions over 75 characters -- (``invalid_blocks``), block JSON over about
 13.2k characters (``msg_blocks_too_long``), over-long text (``msg_too_long``), channels listed in
-``missing_channels`` (``channel_not_found``), unknown messages (``message_not_found``), used or stale ``trigger_id`` s (``expired_trigger_id``) and stale view
-hashes (``hash_conflict``). ``rate_limit(method)`` makes the next call answer 429 with
-``Retry-After`` without doing anything, which is what Slack guarantees for a 429.
+``missing_channels`` (``channel_not_found``), unknown messages (``message_not_found``), used or
+stale ``trigger_id`` s (``expired_trigger_id``) and stale view hashes (``hash_conflict``).
+``rate_limit(method)`` makes the next call answer 429 with ``Retry-After`` without doing
+anything, which is what Slack guarantees for a 429.
 """
 
 from __future__ import annotations

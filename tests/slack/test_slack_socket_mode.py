@@ -64,7 +64,9 @@ async def test_standalone_wait_running_out_closes_the_ask_and_exits_4(
     """Without a shared store the ask dies with the process: it must not defer (which would
     leave a live message whose ask id points at nothing) but close and re-render it."""
     questions = json.dumps([q("Nobody home?", "Home", ["yes", "no"])])
-    agent = await Agent.start(standalone_env(fake), questions, "--channel", "C0SOCK", "--wait", "0.5")
+    agent = await Agent.start(
+        standalone_env(fake), questions, "--channel", "C0SOCK", "--wait", "0.5"
+    )
     code, out, err = await agent.result()
     assert code == 4, err
     assert out == "" and "nobody answered" in err
