@@ -215,6 +215,9 @@ async def test_two_replicas_race_on_one_ask(world: World) -> None:
         (loser_note,) = await world.fake.wait_for(
             "chat.postEphemeral", lambda a: a["user"] in ("U0LEFT", "U0RIGHT")
         )
+        # The winner's replica re-renders after its verdict, which may land after the agent
+        # resumed: wait for that update before counting that it was the only one.
+        await world.fake.wait_for("chat.update", lambda a: a["ts"] == ts)
     finally:
         await agent.kill()
         await other.stop()
