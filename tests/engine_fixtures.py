@@ -2,7 +2,7 @@
 
 Each test gets its own key prefix, so tests share the servers without seeing each other's asks.
 ``store_kind`` parametrises the store contract suite over every backend: the in-memory store, a
-standalone server, the cluster, and ``REDIS_URL`` when it is set.
+standalone server, the cluster, a master found through a Sentinel, and ``REDIS_URL`` when it is set.
 """
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
-from redis_server import RedisServer, env_redis_url, redis_cluster, redis_server
+from redis_server import (
+    RedisServer,
+    SentinelSetup,
+    env_redis_url,
+    redis_cluster,
+    redis_sentinel,
+    redis_server,
+)
 
 from bridge.ask import AskRecord, Destination
 from bridge.models import Option, Question, QuestionSet
@@ -21,9 +28,9 @@ from bridge.store.base import Store
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
 
-__all__ = ["cluster", "make_store", "standalone", "store", "store_kind"]
+__all__ = ["cluster", "make_store", "sentinel", "standalone", "store", "store_kind"]
 
-KINDS = ["memory", "redis", "cluster", *(["env"] if env_redis_url() else [])]
+KINDS = ["memory", "redis", "cluster", "sentinel", *(["env"] if env_redis_url() else [])]
 
 StoreFactory = Callable[..., Awaitable[Store]]
 
@@ -40,6 +47,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServ
         yield servers
 
 
+@pytest.fixture(scope="session")
+def sentinel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SentinelSetup]:
+    with redis_sentinel(tmp_path_factory.mktemp("sentinel")) as setup:
+        yield setup
+
+
 def url_for(kind: str, request: pytest.FixtureRequest) -> str | None:
     if kind == "memory":
         return None
@@ -49,6 +62,9 @@ def url_for(kind: str, request: pytest.FixtureRequest) -> str | None:
     if kind == "cluster":
         nodes: list[RedisServer] = request.getfixturevalue("cluster")
         return f"redis+cluster://127.0.0.1:{nodes[0].port}"
+    if kind == "sentinel":
+        setup: SentinelSetup = request.getfixturevalue("sentinel")
+        return setup.url
     url = env_redis_url()
     assert url is not None
     return url

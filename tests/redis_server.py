@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 def server_binary() -> str:
@@ -111,6 +112,26 @@ def redis_server(workdir: Path, *, appendonly: bool = False) -> Iterator[RedisSe
         server.stop()
 
 
+def _resp(reply: str) -> Any:
+    """Parse one RESP2 reply of simple or bulk strings, integers and nested arrays."""
+
+    def parse(at: int) -> tuple[Any, int]:
+        end = reply.index("\r\n", at)
+        kind, head, after = reply[at], reply[at + 1 : end], end + 2
+        if kind == "*":
+            items: list[Any] = []
+            for _ in range(max(int(head), 0)):
+                item, after = parse(after)
+                items.append(item)
+            return (items if int(head) >= 0 else None), after
+        if kind == "$":
+            size = int(head)
+            return (reply[after : after + size] if size >= 0 else None), after + max(size, 0) + 2
+        return (int(head) if kind == ":" else head), after
+
+    return parse(0)[0]
+
+
 def _cli(port: int, *args: str) -> str:
     """Send one command over a raw socket (no client library needed to build the cluster)."""
     parts = [f"${len(a.encode())}\r\n{a}\r\n" for a in args]
@@ -181,13 +202,20 @@ class SentinelSetup:
 
     def master_port(self) -> int | None:
         """The master's port as the Sentinel reports it right now."""
-        reply = _cli(self.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
-        lines = reply.split("\r\n")  # *2 $9 127.0.0.1 $4 port, or *-1 / -ERR when unknown
-        return int(lines[4]) if reply.startswith("*2") and len(lines) > 4 else None
+        reply = _resp(_cli(self.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service))
+        return int(reply[1]) if isinstance(reply, list) else None
 
-    def known_replicas(self) -> int:
-        reply = _cli(self.port, "SENTINEL", "REPLICAS", self.service)
-        return int(reply[1 : reply.index("\r")]) if reply.startswith("*") else 0
+    def replicas_ready(self) -> bool:
+        """Every replica is known to the Sentinel, linked, and freshly inspected (INFO read), so
+        ``SENTINEL FAILOVER`` finds a good one to promote."""
+        found = _resp(_cli(self.port, "SENTINEL", "REPLICAS", self.service))
+        if not isinstance(found, list) or len(found) != len(self.replicas):
+            return False
+        fields = [dict(zip(r[::2], r[1::2], strict=True)) for r in found]
+        return all(
+            f.get("master-link-status") == "ok" and int(f.get("info-refresh", "-1")) in range(5000)
+            for f in fields
+        )
 
 
 def _wait_for(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
@@ -206,7 +234,7 @@ def redis_sentinel(workdir: Path, *, replicas: int = 0) -> Iterator[SentinelSetu
     config file, so that lives in the temporary directory. Replicas are in sync before the
     Sentinel starts, so its first look at the master already lists them.
     """
-    master = RedisServer(workdir / "master")
+    master = RedisServer(workdir / "master", extra=["--repl-diskless-sync-delay", "0"])
     followers: list[RedisServer] = []
     sentinel_port = free_port()
     sentinel_dir = workdir / "sentinel"
@@ -243,7 +271,7 @@ def redis_sentinel(workdir: Path, *, replicas: int = 0) -> Iterator[SentinelSetu
         setup = SentinelSetup(master, followers, sentinel_port)
         _wait_for(lambda: _ping(sentinel_port), "sentinel start")
         _wait_for(lambda: setup.master_port() == master.port, "sentinel seeing the master")
-        _wait_for(lambda: setup.known_replicas() == replicas, "sentinel seeing the replicas")
+        _wait_for(setup.replicas_ready, "sentinel seeing the replicas")
         yield setup
     finally:
         if proc is not None and proc.poll() is None:

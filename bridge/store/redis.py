@@ -28,12 +28,12 @@ from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.retry import Retry  # not redis.retry.Retry: that one never awaits, so no retries
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.retry import Retry
 
 from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
@@ -125,8 +125,27 @@ def _sentinel(parts: Any, scheme: str, max_connections: int) -> tuple[Any, Any]:
         sentinel_kwargs={"password": sentinel_password, "ssl": scheme == "rediss"},
         **kwargs,
     )
-    client = sentinel.master_for(service)
-    return client, client
+    client = sentinel.master_for(service, connection_pool_class=_BlockingSentinelPool, timeout=None)
+    return client, _SentinelSubscriber(client, sentinel)
+
+
+class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+    """Sentinel's pool, but waiting for a free connection like the standalone pool does, instead
+    of failing the caller with "Too many connections" when more commands run than it holds."""
+
+
+class _SentinelSubscriber:
+    """Wake-ups ride the master's own pool; closing this closes the links to the Sentinels."""
+
+    def __init__(self, client: Redis, sentinel: Sentinel) -> None:
+        self._client = client
+        self._sentinel = sentinel
+
+    def pubsub(self) -> Any:
+        return self._client.pubsub()
+
+    async def aclose(self) -> None:
+        await self._sentinel.aclose()
 
 
 class _ClusterSubscriber:
