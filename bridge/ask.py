@@ -18,8 +18,14 @@ from bridge.models import Answer, QuestionSet
 
 
 def new_ask_id() -> str:
-    """An unguessable URL-safe id: 128 random bits, 22 characters, safe in custom_ids/action_ids."""
-    return secrets.token_urlsafe(16)
+    """An unguessable URL-safe id: 128 random bits, 22 characters, safe in custom_ids/action_ids.
+
+    Never starts with ``-``, so ``ask-bridge show ID`` cannot mistake an id for an option.
+    """
+    while True:
+        ask_id = secrets.token_urlsafe(16)
+        if not ask_id.startswith("-"):
+            return ask_id
 
 
 class AskStatus(StrEnum):

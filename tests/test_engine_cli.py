@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 
 import pytest
@@ -11,7 +12,7 @@ from engine_fixtures import *  # noqa: F403  (the store fixtures)
 from engine_fixtures import new_record
 from redis_server import RedisServer
 
-from bridge.ask import AskStatus, Responder
+from bridge.ask import AskStatus, Responder, new_ask_id
 from bridge.cli import main
 from bridge.models import Answer
 from bridge.store.redis import RedisStore
@@ -66,3 +67,11 @@ def test_list_show_cancel(
     assert main(["show", pending]) == 0
     history = json.loads(capsys.readouterr().out)["history"]
     assert history[-1]["kind"] == AskStatus.CANCELLED.value and history[-1]["user_id"] == "U_ops"
+
+
+def test_ask_ids_are_unguessable_and_never_look_like_options() -> None:
+    """An id starting with ``-`` would be read by ``ask-bridge show ID`` as an option."""
+    ids = {new_ask_id() for _ in range(5000)}
+    assert len(ids) == 5000
+    assert all(len(i) == 22 and re.fullmatch(r"[A-Za-z0-9_-]+", i) for i in ids)
+    assert not any(i.startswith("-") for i in ids)
