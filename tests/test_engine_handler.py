@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 from engine_fixtures import *  # noqa: F403  (the store fixtures)
-from engine_fixtures import StoreFactory, questions
+from engine_fixtures import StoreFactory, new_record, questions
 
 from bridge.ask import AskStatus, Destination, Responder
 from bridge.deferred import AskUserDeferred
@@ -16,7 +17,7 @@ from bridge.feed import render_delivery
 from bridge.handler import AskPolicy, ChatHandler
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
-from bridge.store.base import Store, SubmitOutcome
+from bridge.store.base import Delivery, Store, SubmitOutcome
 from bridge.sweeper import Sweeper
 
 DEST = Destination(platform="memory", channel="C42")
@@ -142,3 +143,106 @@ async def test_answer_racing_the_timeout_is_not_lost(store: Store) -> None:
     finally:
         store.wait = real_wait  # type: ignore[method-assign]
     assert record is not None
+
+
+async def first_delivery(store: Store) -> Delivery:
+    feed = store.feed("host")
+    try:
+        return await asyncio.wait_for(anext(feed), 10)
+    finally:
+        await feed.aclose()  # type: ignore[attr-defined]
+
+
+async def assert_fed_once(store: Store, ask_id: str) -> None:
+    """The ask's answer is on the feed, handed there once; after its ack, the feed moves on."""
+    delivery = await first_delivery(store)
+    assert delivery.record.id == ask_id and delivery.record.answers == ANSWERS
+    assert delivery.record.deferred
+    await store.ack(delivery)
+    kinds = [e.kind for e in await store.history(ask_id)]
+    assert kinds.count("handed_to_feed") == 1 and kinds.count("answered") == 1
+    marker = new_record(deferred=True)
+    await store.create(marker)
+    await store.submit(marker.id, ALICE, ANSWERS[:1])
+    assert (await first_delivery(store)).record.id == marker.id
+
+
+async def test_cancelled_after_taking_the_answer_hands_it_to_the_feed(store: Store) -> None:
+    """The race: the store's take ran (the answer is the waiter's) but the call was cancelled
+    before it read the reply. Nothing reached the model, so the answer must reach the feed."""
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=30))
+    real_wait = store.wait
+    taken = asyncio.Event()
+
+    async def take_then_stall(ask_id: str, timeout: float) -> object:  # noqa: ASYNC109
+        got = await real_wait(ask_id, timeout)  # hand-off waiter -> taken
+        assert got is not None and got.answers == ANSWERS and not got.deferred
+        taken.set()
+        await asyncio.Event().wait()  # the reply is "still on the wire" when the cancel lands
+        raise AssertionError("unreachable")
+
+    store.wait = take_then_stall  # type: ignore[method-assign,assignment]
+    try:
+        call = asyncio.create_task(handler(QS, {}))
+        posted = await poster.next_post()
+        assert (await store.submit(posted.id, ALICE, ANSWERS)).outcome is SubmitOutcome.ACCEPTED
+        await taken.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    finally:
+        store.wait = real_wait  # type: ignore[method-assign]
+    assert poster.updated(posted.id) == []  # answered: the submitter re-renders, not us
+    await assert_fed_once(store, posted.id)
+    assert await store.sweep() == []
+    await store.release(posted.id)  # a second release (or a sweep) never feeds it again
+    assert [e.kind for e in await store.history(posted.id)].count("handed_to_feed") == 1
+
+
+async def test_cancelled_while_deferring_a_taken_answer_hands_it_to_the_feed(store: Store) -> None:
+    """Same race on the timeout path: ``defer()`` took the answer that just landed, then the
+    call was cancelled before it could return it."""
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=0))
+    real_wait, real_defer = store.wait, store.defer
+    taken = asyncio.Event()
+
+    async def answer_during_timeout(ask_id: str, timeout: float) -> object:  # noqa: ASYNC109
+        await store.submit(ask_id, ALICE, ANSWERS)
+        return None  # as if the timeout fired just before the answer
+
+    async def defer_then_stall(ask_id: str) -> object:
+        got = await real_defer(ask_id)  # hand-off waiter -> taken
+        assert got is not None and got.answers == ANSWERS and not got.deferred
+        taken.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    store.wait = answer_during_timeout  # type: ignore[method-assign,assignment]
+    store.defer = defer_then_stall  # type: ignore[method-assign,assignment]
+    try:
+        call = asyncio.create_task(handler(QS, {}))
+        posted = await poster.next_post()
+        await taken.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    finally:
+        store.wait, store.defer = real_wait, real_defer  # type: ignore[method-assign]
+    await assert_fed_once(store, posted.id)
+
+
+async def test_returned_answers_never_reach_the_feed(store: Store) -> None:
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=10))
+    call = asyncio.create_task(handler(QS, {}))
+    posted = await poster.next_post()
+    await store.submit(posted.id, ALICE, ANSWERS)
+    assert await call == ANSWERS
+    assert await store.sweep(time.time() + 3600) == []  # long after any lease would lapse
+    marker = new_record(deferred=True)
+    await store.create(marker)
+    await store.submit(marker.id, ALICE, ANSWERS[:1])
+    assert (await first_delivery(store)).record.id == marker.id
+    assert "handed_to_feed" not in [e.kind for e in await store.history(posted.id)]

@@ -217,6 +217,46 @@ async def test_waiter_takes_answer_and_feed_never_sees_it(make_store: StoreFacto
     assert (await next_delivery(store)).record.id == marker.id
 
 
+async def test_release_hands_a_taken_but_undelivered_answer_to_the_feed_once(
+    make_store: StoreFactory,
+) -> None:
+    """The waiting call's take ran, then the call was cancelled before it returned the answer
+    (the reply was still on its way): ``release`` from that call puts the answer on the feed."""
+    store = await make_store()
+    rec = new_record()
+    await store.create(rec)
+    await store.submit(rec.id, ALICE, YES)  # a lease is live: the answer awaits its waiter
+    taken = await store.wait(rec.id, 5)  # the take: hand-off waiter -> taken
+    assert taken is not None and taken.answers == YES and not taken.deferred
+    await store.release(rec.id)  # ... as the cancelled waiter's cleanup does
+    await store.release(rec.id)  # a repeated cleanup changes nothing
+    assert await store.sweep(time.time() + 3600) == []
+    delivery = await next_delivery(store)
+    assert delivery.record.id == rec.id and delivery.record.answers == YES
+    assert delivery.record.deferred
+    await store.ack(delivery)
+    assert [e.kind for e in await store.history(rec.id)].count("handed_to_feed") == 1
+    marker = new_record(deferred=True)
+    await store.create(marker)
+    await store.submit(marker.id, BOB, YES)
+    assert (await next_delivery(store)).record.id == marker.id  # fed exactly once
+
+
+async def test_release_of_an_unanswered_ask_feeds_nothing(make_store: StoreFactory) -> None:
+    store = await make_store()
+    rec, closed = new_record(), new_record()
+    for r in (rec, closed):
+        await store.create(r)
+    await store.release(rec.id)  # the waiter left before any answer
+    await store.close(closed.id, AskStatus.CANCELLED)
+    await store.release(closed.id)
+    assert (await store.get(rec.id)).status is AskStatus.PENDING  # type: ignore[union-attr]
+    marker = new_record(deferred=True)
+    await store.create(marker)
+    await store.submit(marker.id, BOB, YES)
+    assert (await next_delivery(store)).record.id == marker.id
+
+
 async def test_defer_after_answer_takes_it(store: Store) -> None:
     rec = new_record()
     await store.create(rec)
