@@ -11,7 +11,8 @@ durable ask, posts it, then:
   ``on_timeout="defer"`` keeps the ask open and defers; ``on_timeout="error"`` closes it as expired,
   re-renders it, and tells the model nobody answered (:class:`ToolRejected`).
 * The waiting call cancelled -> the ask is closed as cancelled and re-rendered (an answer that beat
-  the cancellation goes to the feed), and the cancellation propagates.
+  the cancellation goes to the feed, even one the store had already handed to this call), and the
+  cancellation propagates.
 
 Who re-renders the message: whoever made the change. The process whose ``store.submit`` returned
 ``ACCEPTED`` (the platform's click handler) re-renders the answered message; the handler
@@ -108,11 +109,12 @@ class ChatHandler:
             return self._deferred(record, message)
         try:
             done = await self.store.wait(record.id, policy.wait)
+            if done is None:
+                done = await self._timed_out(record)
         except asyncio.CancelledError:
             await self._cancelled(record.id)
             raise
-        if done is None:
-            done = await self._timed_out(record)
+        # no await from here on: an answer taken above is certainly returned (or deferred)
         if done.status is AskStatus.ANSWERED and done.answers is not None and not done.deferred:
             return done.answers
         if done.status is AskStatus.ANSWERED or done.deferred:
@@ -142,10 +144,17 @@ class ChatHandler:
         return current
 
     async def _cancelled(self, ask_id: str) -> None:
+        """Close the ask as cancelled; if it was answered meanwhile, hand the answer to the feed.
+
+        This call returns nothing, so an answer the store already handed to it -- even one its
+        ``wait``/``defer`` took just before the cancellation landed, reply unread -- would be lost
+        unless released: ``release`` moves it to the feed (only this cleanup calls it, so a call
+        that returned the answers never also feeds them).
+        """
         closed = await self.store.close(ask_id, AskStatus.CANCELLED)
         if closed is not None:
             await self._render(closed)
-        else:  # answered while we were being cancelled: nobody will take it here
+        else:
             await self.store.release(ask_id)
 
     async def _render(self, record: AskRecord) -> None:

@@ -162,9 +162,11 @@ elseif op == 'take' then
   end
   return {'other', record()}
 elseif op == 'release' then
-  -- the waiting call is gone (cancelled): an answer it did not take goes to the feed
+  -- the waiting call is gone (cancelled) without returning anything: an answer handed to it
+  -- ('waiter') or taken by it whose reply it never read ('taken') goes to the feed
   redis.call('DEL', lease)
-  if redis.call('HGET', rec, 'handoff') == 'waiter' then
+  local handoff = redis.call('HGET', rec, 'handoff')
+  if handoff == 'waiter' or handoff == 'taken' then
     redis.call('HSET', rec, 'handoff', 'feed', 'deferred', '1')
     event('handed_to_feed', 'null', '{}')
     return {'feed', record()}

@@ -110,7 +110,13 @@ class Store(ABC):
 
     @abstractmethod
     async def release(self, ask_id: str) -> None:
-        """The waiting call is gone (cancelled): an answer it has not taken goes to the feed."""
+        """The waiting call is gone (cancelled) without returning an answer: it goes to the feed.
+
+        That covers an answer the call was due to take and one it already took (the store's
+        take ran) but never returned, because the cancellation landed before the reply was read.
+        Only the cancelled call's own cleanup may call this: a call that returned the answers
+        must not, or the answer would also reach the feed.
+        """
 
     @abstractmethod
     async def record_event(

@@ -32,6 +32,9 @@ Hand-off of a finished ask (``handoff`` field), decided atomically when it leave
 (deferred, or nobody holds a lease: it must be put on the feed -> ``sent`` once XADDed), ``none``
 (closed, never deferred: nobody to tell). A ``waiter`` hand-off whose lease lapses without being
 taken is moved to ``feed`` by the sweeper, so an answer is never lost when the waiting process dies.
+A cancelled waiting call releases its ask: ``waiter`` or ``taken`` (its take ran but the call was
+cancelled before reading the reply, so it returned nothing) -> ``feed``. Only that call releases, so
+an answer a call returned is never also fed.
 """
 
 from __future__ import annotations

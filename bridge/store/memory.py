@@ -222,7 +222,7 @@ class MemoryStore(Store):
             if entry is None:
                 return
             entry.lease_until = 0.0
-            if entry.handoff == "waiter":
+            if entry.handoff in ("waiter", "taken"):  # see ``release`` in ask.lua
                 entry.record = entry.record.model_copy(update={"deferred": True})
                 self._event(entry, "handed_to_feed", None, time.time())
                 self._enqueue(entry)

@@ -1,10 +1,10 @@
 """The Bolt app: clicks and modal submissions, judged by the store, explained to the person.
 
 Every process holds no state of its own: a click is routed by the ask id in its ``action_id`` and
-judged by ``Store.submit``, so it works after a restart and on whichever replica Slack picks. The
-process whose submit is ``ACCEPTED`` re-renders the message (so does a ``REPEATED`` one, in case
-the accepting attempt never got to); every refusal gets an ephemeral explanation (or, inside a
-modal, an error or notice there) and changes nothing.
+judged by ``Store.submit``, so it works after a restart and on whichever replica Slack picks. Every
+click whose verdict finds the ask answered re-renders the message (the accepting one, and any later
+one, in case the accepting attempt never got to); every refusal gets an ephemeral explanation (or,
+inside a modal, an error or notice there) and changes nothing.
 
 Timing: buttons are acknowledged first and worked on after, in a task of their own. A button
 that opens a modal prepares it within :attr:`Interactions.fast_path` seconds or opens a loading
@@ -27,7 +27,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.ask import AskRecord, Responder
+from bridge.ask import AskRecord, AskStatus, Responder
 from bridge.models import Answer
 from bridge.store.base import Store, SubmitOutcome, SubmitResult
 from platforms.slack import ids, replies
@@ -233,14 +233,19 @@ class Interactions:
     # -- shared ---------------------------------------------------------------------------
 
     async def _settle(self, result: SubmitResult, reply: Reply | None) -> None:
-        """Re-render when the person's answer stands; explain anything else.
+        """Re-render when the ask is answered, whatever the verdict; explain anything else.
 
-        ``REPEATED`` re-renders too: the store may have committed an earlier attempt whose click
-        timed out here ("try again"), so nobody re-rendered it; ``chat.update`` of the final state
-        is idempotent, so rendering again is harmless when someone already did."""
-        if result.ok and result.record is not None:
+        Not only the accepting click re-renders: the store may have committed an earlier attempt
+        whose click timed out here ("try again"), so nobody re-rendered it, and the message keeps
+        its controls. The retry comes back ``REPEATED`` (same answer) or ``ALREADY_ANSWERED``
+        (changed their mind), and anyone else's click on the stale controls ``ALREADY_ANSWERED``
+        too. ``chat.update`` of the final state (from the stored record) is idempotent, so
+        rendering again is harmless when someone already did; and it is one update per click,
+        never a loop, so there is no storm: once rendered, the message has nothing to click."""
+        record = result.record
+        if record is not None and record.status is AskStatus.ANSWERED:
             try:
-                await self.poster.update(result.record)
+                await self.poster.update(record)
             except Exception:  # the answer stands; a Slack or network failure is only logged
                 self._log.exception("answer stored but the message could not be re-rendered")
         if result.outcome is SubmitOutcome.ACCEPTED:

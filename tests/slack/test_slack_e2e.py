@@ -215,9 +215,9 @@ async def test_two_replicas_race_on_one_ask(world: World) -> None:
         (loser_note,) = await world.fake.wait_for(
             "chat.postEphemeral", lambda a: a["user"] in ("U0LEFT", "U0RIGHT")
         )
-        # The winner's replica re-renders after its verdict, which may land after the agent
-        # resumed: wait for that update before counting that it was the only one.
-        await world.fake.wait_for("chat.update", lambda a: a["ts"] == ts)
+        # Both replicas re-render, once each: the winner's after its verdict (which may land
+        # after the agent resumed), the loser's because its verdict found the ask answered.
+        await world.fake.wait_for("chat.update", lambda a: a["ts"] == ts, count=2)
     finally:
         await agent.kill()
         await other.stop()
@@ -227,8 +227,11 @@ async def test_two_replicas_race_on_one_ask(world: World) -> None:
     loser = "U0RIGHT" if winner == "U0LEFT" else "U0LEFT"
     assert loser_note["user"] == loser and loser_note["channel"] == channel
     assert loser_note["text"] == f"This was already answered by <@{winner}>."
-    updates = world.fake.ok_calls("chat.update")
-    assert [u["ts"] for u in updates].count(ts) == 1
+    updates = [u for u in world.fake.ok_calls("chat.update") if u["ts"] == ts]
+    assert len(updates) == 2  # one per click, never more
+    for update in updates:  # both show the one final state, with no controls
+        assert all(b["type"] != "actions" for b in update["blocks"])
+        assert f"Answered by <@{winner}>" in json.dumps(update["blocks"])
     record = await world.store.get(ask_id)
     assert record is not None and record.answered_by is not None
     assert record.answered_by.user_id == winner

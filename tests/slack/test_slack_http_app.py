@@ -97,6 +97,32 @@ async def test_retry_after_a_timed_out_commit_rerenders_the_message(bolt: Bolt) 
     assert shown["blocks"] == update["blocks"]
 
 
+async def test_retry_with_another_answer_after_a_timed_out_commit_rerenders_the_message(
+    bolt: Bolt,
+) -> None:
+    """Alice's first answer committed but her click timed out ("try again"), so nothing
+    re-rendered it; she retries with a different answer. Her retry is ALREADY_ANSWERED (her own
+    first answer stands) and must still bring the message up to date: once, for one click."""
+    assert bolt.interactions is not None
+    record = await bolt.ask([DEPLOY])
+    answer = [Answer(question=DEPLOY["question"], selected=("No",))]
+    committed = await bolt.store.submit(record.id, Responder(user_id="U0ALICE"), answer)
+    assert committed.outcome is SubmitOutcome.ACCEPTED  # ... and nobody re-rendered
+    await bolt.send(click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0"))  # "Yes"
+    await bolt.fake.wait_for("chat.postEphemeral")
+    assert ephemerals_to(bolt.fake, "U0ALICE") == ["This was already answered by <@U0ALICE>."]
+    (update,) = await bolt.fake.wait_for("chat.update")
+    await bolt.interactions.drain()
+    assert len(bolt.fake.ok_calls("chat.update")) == 1  # one re-render per click, no storm
+    assert record.message is not None and update["ts"] == record.message.message_id
+    assert all(b["type"] != "actions" for b in update["blocks"])
+    assert "Answered by <@U0ALICE>" in json.dumps(update["blocks"])
+    shown = bolt.fake.messages[(record.message.channel, record.message.message_id)]
+    assert shown["blocks"] == update["blocks"]
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answers == tuple(answer)  # the first answer stands
+
+
 async def test_a_failed_rerender_is_logged_not_lost(
     bolt: Bolt, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -189,7 +215,13 @@ async def test_late_click_is_told_who_answered(bolt: Bolt) -> None:
     done = await bolt.store.get(record.id)
     assert done is not None and done.answers is not None
     assert done.answers[0].selected == ("Yes",)
-    assert len(bolt.fake.ok_calls("chat.update")) == 1
+    assert bolt.interactions is not None
+    await bolt.interactions.drain()
+    updates = bolt.fake.ok_calls("chat.update")
+    assert len(updates) == 2  # the late click re-renders too (idempotent), once
+    for update in updates:  # both show the one final state, with no controls
+        assert all(b["type"] != "actions" for b in update["blocks"])
+        assert "Answered by <@U0ALICE>" in json.dumps(update["blocks"])
 
 
 async def test_unauthorised_user_gets_an_ephemeral_and_nothing_changes(bolt: Bolt) -> None:
@@ -317,6 +349,13 @@ async def test_answered_meanwhile_modal_shows_who(bolt: Bolt) -> None:
     reply = json.loads(body)
     assert status == 200 and reply["response_action"] == "update"
     assert "already answered by <@U0ALICE>" in json.dumps(reply["view"])
+    # the answer came in without a re-render (say its click timed out): this submission does it
+    (update,) = await bolt.fake.wait_for("chat.update")
+    assert all(b["type"] != "actions" for b in update["blocks"])
+    assert "Answered by <@U0ALICE>" in json.dumps(update["blocks"])
+    assert bolt.interactions is not None
+    await bolt.interactions.drain()
+    assert len(bolt.fake.ok_calls("chat.update")) == 1
 
 
 async def test_unauthorised_answer_button_opens_no_modal(bolt: Bolt) -> None:
