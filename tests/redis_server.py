@@ -234,7 +234,8 @@ def redis_sentinel(workdir: Path, *, replicas: int = 0) -> Iterator[SentinelSetu
     config file, so that lives in the temporary directory. Replicas are in sync before the
     Sentinel starts, so its first look at the master already lists them.
     """
-    master = RedisServer(workdir / "master", extra=["--repl-diskless-sync-delay", "0"])
+    sync_now = ["--repl-diskless-sync-delay", "0"]  # any of them may come to feed a replica
+    master = RedisServer(workdir / "master", extra=sync_now)
     followers: list[RedisServer] = []
     sentinel_port = free_port()
     sentinel_dir = workdir / "sentinel"
@@ -243,7 +244,8 @@ def redis_sentinel(workdir: Path, *, replicas: int = 0) -> Iterator[SentinelSetu
         master.start()
         for i in range(replicas):
             follower = RedisServer(
-                workdir / f"replica{i}", extra=["--replicaof", "127.0.0.1", str(master.port)]
+                workdir / f"replica{i}",
+                extra=["--replicaof", "127.0.0.1", str(master.port), *sync_now],
             )
             followers.append(follower)
             follower.start()

@@ -65,3 +65,71 @@ async def test_master_crash_failover_keeps_pending_ask(tmp_path: Path) -> None:
         finally:
             await store.aclose()
             await other.aclose()
+
+
+def _store_links(port: int) -> int:
+    """Connections a redis-py client (a store) holds to the server on ``port``."""
+    return _cli(port, "CLIENT", "LIST").count("lib-name=redis-py")
+
+
+async def test_manual_failover_answers_land_on_new_master(tmp_path: Path) -> None:
+    """``SENTINEL FAILOVER`` with the old master still up: Sentinel names the new master at once
+    but demotes the old one only ~10 s later, and that old master keeps accepting writes it will
+    throw away when it resyncs. Stores must follow the switch, not their open connections: the
+    one with a waiter (its wake-up subscription moves too) and one that only handles clicks."""
+    with redis_sentinel(tmp_path, replicas=1) as setup:
+        old, new = setup.master, setup.replicas[0]
+        store = RedisStore.from_url(setup.url, prefix="mf")
+        clicks = RedisStore.from_url(setup.url, prefix="mf")  # no waiters: only idle links
+        try:
+            rec, other = new_record(), new_record()
+            await store.create(rec)
+            await clicks.create(other)
+            waiter = asyncio.create_task(store.wait(rec.id, 30))
+            await store._subscribed.wait()
+            lease = store.keys.lease(rec.id)
+            await asyncio.to_thread(
+                _wait_for, lambda: _resp(_cli(new.port, "EXISTS", lease)) == 1, "replication"
+            )
+            assert _store_links(old.port) >= 2
+            assert _resp(_cli(setup.port, "SENTINEL", "FAILOVER", setup.service)) == "OK"
+            await asyncio.to_thread(
+                _wait_for, lambda: setup.master_port() == new.port, "switch of master", 15
+            )
+            # the stores hear the switch from Sentinel: no link stays on the old master, and the
+            # wake-up subscription is on the new one
+            await asyncio.to_thread(
+                _wait_for, lambda: _store_links(old.port) == 0, "leaving the old master", 5
+            )
+            events = store.keys.events
+            await asyncio.to_thread(
+                _wait_for,
+                lambda: _resp(_cli(new.port, "PUBSUB", "NUMSUB", events)) == [events, 1],
+                "wake-up subscription on the new master",
+                5,
+            )
+            assert "role:master" in _cli(old.port, "INFO", "replication")  # not demoted yet
+
+            result = await store.submit(rec.id, ALICE, YES)
+            assert result.outcome is SubmitOutcome.ACCEPTED
+            clicked = await clicks.submit(other.id, ALICE, YES)
+            assert clicked.outcome is SubmitOutcome.ACCEPTED
+            done = await asyncio.wait_for(waiter, 10)
+            assert done is not None and done.answers == YES and not done.deferred
+            rec_keys = [store.keys.rec(rec.id), store.keys.rec(other.id)]
+            for key in rec_keys:
+                assert _resp(_cli(new.port, "HGET", key, "status")) == "answered"
+
+            await asyncio.to_thread(
+                _wait_for,
+                lambda: "role:slave" in _cli(old.port, "INFO", "replication"),
+                "demotion of the old master",
+                20,
+            )
+            for key in rec_keys:
+                assert _resp(_cli(new.port, "HGET", key, "status")) == "answered"
+            kept = await clicks.get(rec.id)
+            assert kept is not None and kept.answers == YES
+        finally:
+            await store.aclose()
+            await clicks.aclose()

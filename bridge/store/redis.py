@@ -12,6 +12,15 @@ Correctness rests on three rules (key scheme and hand-off states: :mod:`bridge.s
   lease key proves one is alive) or on the feed stream. Global keys (``due`` index, feed stream)
   are written next to -- never inside -- the per-ask script; ``due`` always holds an ask until its
   hand-off is settled, so a sweeper repairs whatever a crashed process left half-done.
+
+Sentinel: a manual ``SENTINEL FAILOVER`` names the new master at once but demotes the old one only
+~10 s later, and until then the old master still accepts writes -- which it throws away when it
+resyncs as a replica. Pooled connections would keep writing there (redis-py re-asks Sentinel only
+when it opens a connection), losing answers. So a store also listens to Sentinel's
+``+switch-master``: when its service moves, pooled connections are dropped (each reconnects to the
+master Sentinel names now) and the wake-up subscription is made anew on the new master, which
+re-reads every waiting ask as any resubscription does. Writes sent in the instant between the
+switch and its announcement can still land on the old master: Sentinel promises no more.
 """
 
 from __future__ import annotations
@@ -21,9 +30,9 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from importlib.resources import files
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -34,6 +43,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.utils import str_if_bytes
 
 from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
@@ -126,23 +136,65 @@ def _sentinel(parts: Any, scheme: str, max_connections: int) -> tuple[Any, Any]:
         **kwargs,
     )
     client = sentinel.master_for(service, connection_pool_class=_BlockingSentinelPool, timeout=None)
-    return client, _SentinelSubscriber(client, sentinel)
+    return client, _SentinelSubscriber(client, sentinel, service)
 
 
 class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
     """Sentinel's pool, but waiting for a free connection like the standalone pool does, instead
     of failing the caller with "Too many connections" when more commands run than it holds."""
 
+    async def drop_connections(self) -> None:
+        """The master moved: idle connections close now, busy ones when given back, so every
+        next command connects to the master Sentinel names now."""
+        await self.update_active_connections_for_reconnect()  # type: ignore[no-untyped-call]
+        await self.disconnect(inuse_connections=False)
+
 
 class _SentinelSubscriber:
     """Wake-ups ride the master's own pool; closing this closes the links to the Sentinels."""
 
-    def __init__(self, client: Redis, sentinel: Sentinel) -> None:
+    def __init__(self, client: Redis, sentinel: Sentinel, service: str) -> None:
         self._client = client
         self._sentinel = sentinel
+        self._service = service
 
     def pubsub(self) -> Any:
         return self._client.pubsub()
+
+    async def follow(self, moved: Callable[[], None]) -> None:
+        """Forever: hear ``+switch-master`` from one Sentinel (the next one if that fails); when
+        it names our service -- or, on (re)subscribing, the master is not the one the pool knows
+        (it moved while nobody listened) -- drop the pool's connections, then call ``moved``."""
+        pool = cast(_BlockingSentinelPool, self._client.connection_pool)
+        turn, backoff = 0, 0.02
+        while True:
+            sentinels: list[Any] = self._sentinel.sentinels
+            pubsub = sentinels[turn % len(sentinels)].pubsub()
+            turn += 1
+            try:
+                await pubsub.subscribe("+switch-master")
+                async for message in pubsub.listen():
+                    if message["type"] == "subscribe":
+                        backoff = 0.02
+                    if await self._switched(message, pool.master_address):
+                        await pool.drop_connections()
+                        moved()
+            except (RedisError, OSError):
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+            finally:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()
+
+    async def _switched(self, message: dict[str, Any], known: Any) -> bool:
+        if message["type"] == "subscribe":
+            return known is not None and known != await self._sentinel.discover_master(
+                self._service
+            )
+        if message["type"] != "message":
+            return False
+        # "+switch-master" data: "<service> <old ip> <old port> <new ip> <new port>"
+        return bool(str_if_bytes(message["data"]).split(" ", 1)[0] == self._service)
 
     async def aclose(self) -> None:
         await self._sentinel.aclose()
@@ -247,6 +299,7 @@ class RedisStore(Store):
         self.resubscriptions = 0  # how often the wake-up subscription was (re)established
         self._ready = not isinstance(client, RedisCluster)
         self._ready_lock = asyncio.Lock()
+        self._follower: asyncio.Task[None] | None = None
 
     @classmethod
     def from_url(
@@ -258,8 +311,13 @@ class RedisStore(Store):
     # -- plumbing -----------------------------------------------------------------------------
 
     async def _init(self) -> None:
-        """Learn the Cluster's slots once, before any concurrent use (redis-py's lazy first
-        initialisation breaks under many concurrent first commands)."""
+        """Follow Sentinel's master switches from the first use on; learn the Cluster's slots
+        once, before any concurrent use (redis-py's lazy first initialisation breaks under many
+        concurrent first commands)."""
+        if self._follower is None and isinstance(self._sub, _SentinelSubscriber):
+            self._follower = asyncio.create_task(
+                self._sub.follow(self._master_moved), name="ask-bridge master switches"
+            )
         if self._ready:
             return
         async with self._ready_lock:
@@ -438,7 +496,10 @@ class RedisStore(Store):
 
     async def release(self, ask_id: str) -> None:
         await self._init()
-        reply = await self._run("release", ask_id)
+        # Indexed with the script (a take may have unindexed it): should this cleanup be cut
+        # short after the script moved the answer to ``feed``, a sweeper still puts it there.
+        mark = {ask_id: time.time() + self.lease_ttl}
+        reply = await self._index_and_run(mark, ask_id, self._argv("release", ask_id, (), None))
         if reply[0] == "feed":
             await self._to_feed(ask_id)
 
@@ -503,6 +564,18 @@ class RedisStore(Store):
                 asyncio.create_task(self._check_loop(), name="ask-bridge status checks"),
                 asyncio.create_task(self._refresh_leases(), name="ask-bridge leases"),
             ]
+
+    def _master_moved(self) -> None:
+        """Subscribe anew, on the new master (the old one is kept alive for a while yet and never
+        hears a PUBLISH made on the new one); the fresh subscription re-reads waiting asks."""
+        if not self._tasks:
+            return
+        self._subscribed.clear()
+        old = self._tasks[0]  # the wake-up listener, see _start
+        old.cancel()
+        self._background.add(old)
+        old.add_done_callback(self._background.discard)
+        self._tasks[0] = asyncio.create_task(self._listen(), name="ask-bridge wake-ups")
 
     async def _listen(self) -> None:
         backoff = 0.02
@@ -666,6 +739,9 @@ class RedisStore(Store):
         await self._r.xack(self.keys.feed, self.group, delivery.delivery_id)
 
     async def aclose(self) -> None:
+        if self._follower is not None:
+            self._tasks.append(self._follower)
+            self._follower = None
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
