@@ -129,7 +129,8 @@ class _Remember(Poster):
 
 
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
-    from bridge.cli.serve import resolve_platform, stop
+    from bridge.aio import stop
+    from bridge.cli.serve import resolve_platform
     from bridge.handler import AskPolicy, ChatHandler
     from bridge.settings import EngineSettings, open_store
     from bridge.tool import tools_interactive

@@ -16,6 +16,7 @@ import signal
 import sys
 from typing import Any
 
+from bridge.aio import stop
 from bridge.platform import Platform, PlatformUnavailable, load_platform
 from bridge.poster import Poster
 from bridge.sweeper import Sweeper
@@ -97,15 +98,3 @@ async def _serve(platform: Platform, poster: Poster, args: argparse.Namespace) -
         if failure is not None:
             log.warning("the sweeper failed", exc_info=failure)
         await store.aclose()
-
-
-async def stop(task: asyncio.Task[Any]) -> BaseException | None:
-    """Cancel ``task`` until it has ended; returns what it failed with, if anything.
-
-    Once is not enough on Python 3.11: a cancel landing just as an awaited reply arrives is
-    swallowed by ``asyncio.wait_for`` (CPython gh-86296, fixed in 3.12; redis-py uses it), and
-    the task goes on running -- the sweeper would sweep on and SIGTERM would hang."""
-    while not task.done():
-        task.cancel()
-        await asyncio.wait({task}, timeout=0.1)
-    return None if task.cancelled() else task.exception()

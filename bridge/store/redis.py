@@ -45,6 +45,7 @@ from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.utils import str_if_bytes
 
+from bridge.aio import stop
 from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
 from bridge.store.base import Delivery, HistoryEvent, Store, SubmitOutcome, SubmitResult
@@ -742,14 +743,9 @@ class RedisStore(Store):
         if self._follower is not None:
             self._tasks.append(self._follower)
             self._follower = None
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        for task in [*self._tasks, *self._background]:
+            await stop(task)  # not a bare cancel: see bridge.aio
         self._tasks = []
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
         if self._sub is not self._r:
             await self._sub.aclose()
         await self._r.aclose()
