@@ -17,7 +17,8 @@ durable ask, posts it, then:
 Who re-renders the message: whoever made the change. The process whose ``store.submit`` returned
 ``ACCEPTED`` (the platform's click handler) re-renders the answered message; the handler
 re-renders only what it closes itself (timeout error, cancellation); the sweeper re-renders what it
-expires. So each end is rendered exactly once, by a process that certainly holds the right poster.
+expires. An ask that ended before ``set_message`` recorded where it was posted (a click right after
+the post) is re-rendered by the handler, which alone knows the message then.
 """
 
 from __future__ import annotations
@@ -104,7 +105,11 @@ class ChatHandler:
                 f"could not show the questions in {self.destination.platform}: {exc}. "
                 "Nobody saw them; continue without the answers or try again later."
             ) from exc
-        await self.store.set_message(record.id, message)
+        known = await self.store.set_message(record.id, message)
+        if known is not None and known.status is not AskStatus.PENDING:
+            # Ended before its message was known (a click right after the post, racing this
+            # call): whoever ended it had no message to re-render, so this process does.
+            await self._render(known)
         if policy.mode == "defer":
             return self._deferred(record, message)
         try:

@@ -10,7 +10,7 @@ import pytest
 from engine_fixtures import *  # noqa: F403  (the store fixtures)
 from engine_fixtures import StoreFactory, new_record, questions
 
-from bridge.ask import AskStatus, Destination, Responder
+from bridge.ask import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.feed import render_delivery
@@ -246,3 +246,32 @@ async def test_returned_answers_never_reach_the_feed(store: Store) -> None:
     await store.submit(marker.id, ALICE, ANSWERS[:1])
     assert (await first_delivery(store)).record.id == marker.id
     assert "handed_to_feed" not in [e.kind for e in await store.history(posted.id)]
+
+
+class _ClickedAtOnce(MemoryPoster):
+    """A poster on which someone answers before ``post`` even returns: the click lands before the
+    handler could record where the message is, so the accepting click cannot re-render it."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+        self.verdicts: list[SubmitOutcome] = []
+
+    async def post(self, record: AskRecord) -> MessageRef:
+        ref = await super().post(record)
+        result = await self.store.submit(record.id, ALICE, ANSWERS)
+        self.verdicts.append(result.outcome)
+        assert result.record is not None and result.record.message is None
+        return ref
+
+
+async def test_an_ask_answered_before_its_message_is_known_is_still_rerendered(
+    store: Store,
+) -> None:
+    poster = _ClickedAtOnce(store)
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=10))
+    assert await handler(QS, {}) == ANSWERS
+    assert poster.verdicts == [SubmitOutcome.ACCEPTED]
+    (ask_id,) = {r.id for r in poster.posts}
+    (rendered,) = poster.updated(ask_id)
+    assert rendered.status is AskStatus.ANSWERED and rendered.message is not None
