@@ -5,7 +5,8 @@ model must fix comes back as an error result (``isError``) carrying the core's m
 questions go:
 
 1. a bridge handler given to :func:`create_server` -- ``ask-bridge mcp`` builds a
-   :class:`~bridge.handler.ChatHandler` from ``ASK_BRIDGE_PLATFORM`` (slack or discord) and
+   :class:`~bridge.handler.ChatHandler` from ``ASK_BRIDGE_PLATFORM`` (a chat platform registered
+   under the ``ask_bridge.platforms`` entry points: ``slack`` today) and
    ``ASK_BRIDGE_CHANNEL`` (see :func:`chat_route_from_env`);
 2. otherwise, if the client supports form elicitation, its own user, through one form for the
    whole question set (a choice field per question, plus an optional free-text field). On
@@ -41,11 +42,11 @@ from pydantic import ValidationError
 
 from bridge.ask import Destination
 from bridge.errors import ToolRejected
-from bridge.models import Answer, Question
-from bridge.platform import Platform, PlatformUnavailable, load_platform
+from bridge.models import Answer, Question, QuestionSet
+from bridge.platform import Platform, PlatformUnavailable, resolve_platform
 from bridge.result import HANDLER_FAILED, ToolOutcome
 from bridge.store.base import Store
-from bridge.tool import AskUserTool, tool_ask_user, tools_interactive
+from bridge.tool import AskUserCallback, AskUserTool, tool_ask_user, tools_interactive
 from bridge.validation import questions_from_arguments, validate_questions
 
 PLATFORM_ENV = "ASK_BRIDGE_PLATFORM"
@@ -65,15 +66,13 @@ NO_ROUTE_MESSAGE = (
     "No way to reach a person from this MCP server: it has no chat destination configured and "
     "this MCP client does not support elicitation. Tell the user that ask_user is unavailable "
     "and ask your questions in your reply instead. (Server operator: set ASK_BRIDGE_PLATFORM "
-    "to slack or discord and ASK_BRIDGE_CHANNEL to a channel id, or use a client with "
-    "elicitation support.)"
+    "to an installed chat platform such as slack and ASK_BRIDGE_CHANNEL to a channel id, or use "
+    "a client with elicitation support.)"
 )
 DECLINED_MESSAGE = (
     "the person declined to answer these questions. Do not assume any choice; continue without "
     "their answers or ask in your reply instead"
 )
-
-Callback = Callable[..., Any]
 
 
 class _Declined(Exception):
@@ -92,15 +91,8 @@ def _text_result(
 
 def _outcome_result(outcome: ToolOutcome) -> types.CallToolResult:
     """The MCP result of an answered or deferred ask; a deferral carries its ask id."""
-    content = outcome.content
-    if outcome.deferred is None:
-        text = content if isinstance(content, str) else json.dumps(content)
-        return _text_result(text, structured=json.loads(text))
-    body: dict[str, Any] = dict(content) if isinstance(content, Mapping) else json.loads(content)
-    extra = outcome.deferred.extra or {}
-    if extra.get("ask_id") is not None:
-        body["ask_id"] = str(extra["ask_id"])
-    return _text_result(json.dumps(body), structured=body)
+    body = outcome.host_payload
+    return _text_result(json.dumps(body, ensure_ascii=False), structured=body)
 
 
 # -- the elicitation form --------------------------------------------------------------------
@@ -255,7 +247,7 @@ async def _with_progress(
 class _AskUserService:
     """The ``tools/call`` logic; kept apart from :class:`Server` wiring for readability."""
 
-    callback: Callback | None
+    callback: AskUserCallback | None
     context: Mapping[str, Any]
     progress_interval: float
 
@@ -267,13 +259,13 @@ class _AskUserService:
                 f"Unknown tool {params.name!r}; this server has ask_user.", is_error=True
             )
         try:
-            questions = questions_from_arguments(params.arguments)
-            question_set = validate_questions(questions)
+            question_set = validate_questions(questions_from_arguments(params.arguments))
         except ToolRejected as exc:
             return _text_result(exc.message, is_error=True)
         context = {**self.context, **_client_context(ctx)}
         if self.callback is not None:
-            return await self._ask(ctx, tools_interactive(self.callback, context)[0], questions)
+            tool = tools_interactive(self.callback, context)[0]
+            return await self._ask(ctx, tool, question_set)
         if not _elicitation_supported(ctx):
             return _text_result(NO_ROUTE_MESSAGE, is_error=True)
         wanted = question_set.questions
@@ -288,7 +280,7 @@ class _AskUserService:
                 return _answer_from_elicit(wanted, result)
 
             tool = tools_interactive(elicit, context)[0]
-            return await self._ask(ctx, tool, questions)
+            return await self._ask(ctx, tool, question_set)
         if ctx.session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return _text_result(NO_ROUTE_MESSAGE, is_error=True)  # e.g. JSON-response HTTP
         # 2026-07-28: the form rides an InputRequiredResult; the retry carries the answer.
@@ -312,14 +304,14 @@ class _AskUserService:
         def answered(_qs: Any, _context: Any) -> list[Answer]:
             return _answer_from_elicit(wanted, elicited)
 
-        return await self._ask(ctx, tools_interactive(answered, context)[0], questions)
+        return await self._ask(ctx, tools_interactive(answered, context)[0], question_set)
 
     async def _ask(
-        self, ctx: ServerRequestContext[Any, Any], tool: AskUserTool, questions: Any
+        self, ctx: ServerRequestContext[Any, Any], tool: AskUserTool, question_set: QuestionSet
     ) -> types.CallToolResult:
         async def work() -> types.CallToolResult:
             try:
-                outcome = await tool.ainvoke(questions)
+                outcome = await tool.ainvoke(question_set)
             except ToolRejected as exc:
                 return _text_result(exc.message, is_error=True)
             return _outcome_result(outcome)
@@ -329,7 +321,7 @@ class _AskUserService:
 
 
 def create_server(
-    callback: Callback | None = None,
+    callback: AskUserCallback | None = None,
     *,
     context: Mapping[str, Any] | None = None,
     progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
@@ -375,7 +367,7 @@ class ChatRoute:
 
     platform: Platform
     store: Store
-    handler: Callback
+    handler: AskUserCallback
     serve_clicks: bool
 
 
@@ -391,16 +383,15 @@ def chat_route_from_env(
     if name == "console":
         raise PlatformUnavailable(
             f"{PLATFORM_ENV}=console cannot work in MCP mode: the terminal belongs to the "
-            "protocol. Use slack or discord, or unset it to ask through the MCP client."
+            "protocol. Use a chat platform such as slack, or unset it to ask through the MCP "
+            "client."
         )
     channel = env.get(CHANNEL_ENV, "").strip()
     if not channel:
         raise PlatformUnavailable(
             f"{PLATFORM_ENV}={name} needs {CHANNEL_ENV}: the id of the channel to post to"
         )
-    platform = load_platform(name)
-    if not isinstance(platform, Platform):
-        raise PlatformUnavailable(f"platform {name!r} cannot post questions to a channel")
+    platform = resolve_platform(name)
     from bridge.handler import AskPolicy, ChatHandler
     from bridge.settings import EngineSettings, open_store
 

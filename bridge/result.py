@@ -213,5 +213,34 @@ class ToolOutcome:
         """The tool result: answers JSON text, or the deferred dict (without ``extra``)."""
         if self.deferred is not None:
             return deferred_result(self.questions, self.deferred)
+        return self.text
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The tool result as a JSON-ready dict: the answers payload or the deferred dict."""
+        if self.deferred is not None:
+            return deferred_result(self.questions, self.deferred)
         assert self.answers is not None
-        return answers_result(self.questions, self.answers)
+        return answers_payload(self.questions, self.answers)
+
+    @property
+    def text(self) -> str:
+        """The tool result as JSON text, whichever the outcome: what hosts that only carry text
+        (provider APIs, LangChain, pydantic-ai) hand to the model."""
+        return json.dumps(self.payload, ensure_ascii=False)
+
+    @property
+    def host_payload(self) -> dict[str, Any]:
+        """:attr:`payload` plus, for a deferral whose ``extra`` has one, its ``ask_id``: for
+        hosts whose caller is not the model alone (the MCP client, ``ask-bridge ask``) and must
+        match the answer that later arrives on the answers feed."""
+        body = self.payload
+        ask_id = (self.deferred.extra or {}).get("ask_id") if self.deferred is not None else None
+        if ask_id is not None:
+            body["ask_id"] = str(ask_id)
+        return body
+
+    @property
+    def host_text(self) -> str:
+        """:attr:`host_payload` as JSON text."""
+        return json.dumps(self.host_payload, ensure_ascii=False)

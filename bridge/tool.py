@@ -29,7 +29,7 @@ import functools
 import inspect
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -360,8 +360,7 @@ class AskUserTool:
                 returned = callback(asked, context)
             else:  # a sync handler may block waiting for a person: keep it off the loop
                 returned = await _run_off_loop(callback, asked, context)
-            while inspect.isawaitable(returned):
-                returned = await returned
+            returned = await _settle(returned)
         except ToolRejected:
             raise
         except Exception as exc:
@@ -407,11 +406,12 @@ class AskUserTool:
 Tool = AskUserTool
 
 
-async def _settle(awaitable: Awaitable[object]) -> object:
-    result = await awaitable
-    while inspect.isawaitable(result):
-        result = await result
-    return result
+async def _settle(returned: object) -> object:
+    """``returned`` with every awaitable layer awaited (an async handler may return another
+    awaitable)."""
+    while inspect.isawaitable(returned):
+        returned = await returned
+    return returned
 
 
 def _reason(exc: BaseException) -> str:
@@ -430,6 +430,20 @@ def tools_interactive(
     tool uses the process-wide chain (global callback, then the terminal).
     """
     return [AskUserTool(callback=callback, context=context)]
+
+
+def as_tool(
+    handler: AskUserTool | AskUserCallback | None, context: AskContext = None
+) -> AskUserTool:
+    """The tool an adapter asks through: ``handler`` itself when it is already a tool (it keeps
+    its own context), else a tool of its own bound to the handler callback -- or, for ``None``, to
+    the process-wide chain -- and ``context``. Returns the shared :data:`tool_ask_user` when there
+    is neither handler nor context."""
+    if isinstance(handler, AskUserTool):
+        return handler
+    if handler is None and context is None:
+        return tool_ask_user
+    return AskUserTool(callback=handler, context=context)
 
 
 tool_ask_user = AskUserTool()

@@ -6,9 +6,11 @@ is checked here by hand and *all* violations go back in one :class:`ToolRejected
 place (``questions[2].options[0].label is empty``) and how to fix it, so the model can repair the
 whole call in one retry. Only a set that passes every rule is built into the frozen models.
 
-Hosts that receive a whole arguments object (JSON text or a dict: provider APIs, frameworks, the
-MCP server) unwrap it with :func:`questions_from_arguments` first, so every host answers the same
-mistakes with the same words.
+Hosts that receive a whole arguments object (JSON text or a dict: the provider APIs, chatlas,
+pydantic-ai, the OpenAI Agents SDK, both LangChain tools, the MCP server) unwrap it with
+:func:`questions_from_arguments` first, so every host answers the same mistakes with the same
+words. (Claude's built-in ``AskUserQuestion`` is not our tool: its input keeps only the contract's
+fields, :data:`QUESTION_FIELDS` and :data:`OPTION_FIELDS`, before the same checks.)
 """
 
 from __future__ import annotations
@@ -37,11 +39,15 @@ from bridge.models import (
 QUESTION_FIELDS = ("question", "header", "options", "multiSelect")
 OPTION_FIELDS = ("label", "description")
 
-_SHAPE = (
-    f"an array of {MIN_QUESTIONS} to {MAX_QUESTIONS} question objects, each "
-    '{"question": "...", "header": "...", "options": [{"label": "...", "description": "..."}, '
-    '...], "multiSelect": false}'
-)
+_QUESTIONS_ARRAY = f"an array of {MIN_QUESTIONS} to {MAX_QUESTIONS} question objects"
+_OPTION_EXAMPLE = '{"label": "...", "description": "..."}'
+
+
+def _question_example(options: str) -> str:
+    return f'{{"question": "...", "header": "...", "options": [{options}], "multiSelect": false}}'
+
+
+_SHAPE = f"{_QUESTIONS_ARRAY}, each {_question_example(f'{_OPTION_EXAMPLE}, ...')}"
 
 _MAX_LENGTH = {
     "question": MAX_QUESTION_TEXT,
@@ -112,8 +118,14 @@ def _plain(value: object) -> object:
     return value
 
 
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _short(text: str, limit: int = 40) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    """A bounded ``repr`` of ``text`` for a rejection message."""
+    return repr(shorten(text, limit))
 
 
 class _Checker:
@@ -301,9 +313,8 @@ def _reject(problems: list[str]) -> NoReturn:
 # -- the arguments object ------------------------------------------------------------------------
 
 _EXPECTED = (
-    'send the arguments as a JSON object with one field, "questions": an array of 1 to 4 question '
-    'objects, e.g. {"questions": [{"question": "...", "header": "...", "options": [{"label": '
-    '"...", "description": "..."}, {"label": "...", "description": "..."}], "multiSelect": false}]}'
+    f'send the arguments as a JSON object with one field, "questions": {_QUESTIONS_ARRAY}, e.g. '
+    f'{{"questions": [{_question_example(f"{_OPTION_EXAMPLE}, {_OPTION_EXAMPLE}")}]}}'
 )
 _MAX_NAMED = 5
 """Unknown argument names listed in a rejection; the rest are counted."""
@@ -325,7 +336,7 @@ def questions_from_arguments(arguments: str | bytes | Mapping[str, Any] | None) 
     if arguments is None or (isinstance(arguments, str | bytes) and not arguments.strip()):
         raise _arguments_rejected("the arguments are empty")
     if isinstance(arguments, str | bytes):
-        decoded = _decode(arguments)
+        decoded = decode_arguments(arguments)
     else:
         decoded = arguments
     if not isinstance(decoded, Mapping):
@@ -343,7 +354,9 @@ def questions_from_arguments(arguments: str | bytes | Mapping[str, Any] | None) 
     return _drop_null_multiselect(decoded["questions"])
 
 
-def _decode(text: str | bytes) -> object:
+def decode_arguments(text: str | bytes) -> object:
+    """JSON text of tool arguments as Python data; anything unreadable is a :class:`ToolRejected`
+    the model can act on (never a ``RecursionError`` or ``ValueError`` from the decoder)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -12,7 +12,6 @@ an empty line, asks again; any other text is the person's own answer (``other_te
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import sys
@@ -21,9 +20,6 @@ import unicodedata
 from typing import Any, TextIO
 
 from bridge.models import Answer, Question
-from bridge.platform import PlatformUnavailable
-from bridge.poster import Poster
-from bridge.store.base import Store
 
 HINT_SINGLE = "enter a number, or type your own answer"
 HINT_MULTI = "enter numbers separated by commas, or type your own answer"
@@ -53,7 +49,9 @@ def _styled(stream: TextIO) -> bool:
 
 
 class ConsolePlatform:
-    """The terminal as a platform: :attr:`callback` asks at the keyboard; no chat channel."""
+    """The terminal as a platform: :attr:`callback` asks at the keyboard. It has no chat channel,
+    so it is not a :class:`bridge.platform.Platform` (no poster, no serve loop): ``ask`` and
+    ``serve`` refuse it by name."""
 
     name = "console"
 
@@ -110,19 +108,6 @@ class ConsolePlatform:
             return input(prompt)
         except EOFError:
             raise RuntimeError("the terminal closed before the person answered") from None
-
-    def poster(self) -> Poster:
-        raise PlatformUnavailable("the console has no chat channel: it only asks at the terminal")
-
-    async def serve(
-        self,
-        store: Store,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 3000,
-        ready: asyncio.Event | None = None,
-    ) -> None:
-        raise PlatformUnavailable("the console has no chat channel: it only asks at the terminal")
 
 
 platform = ConsolePlatform()

@@ -19,6 +19,7 @@ import pexpect
 import pytest
 from samples import FORMAT, FORMAT_QUESTION, SECTIONS
 
+from bridge.cli.demo import SAMPLE_QUESTIONS
 from platforms.console import ConsolePlatform, clean, platform
 
 # The core pair, with a third format and descriptions worth reading at a terminal prompt.
@@ -283,13 +284,13 @@ def test_clean_keeps_ordinary_text_and_newlines() -> None:
 
 
 def test_console_platform_has_no_chat_channel() -> None:
-    from bridge.platform import Platform, PlatformUnavailable, load_platform
+    from bridge.platform import Platform, PlatformUnavailable, load_platform, resolve_platform
 
     assert load_platform("console") is platform
-    assert isinstance(platform, ConsolePlatform) and isinstance(platform, Platform)
+    assert isinstance(platform, ConsolePlatform) and not isinstance(platform, Platform)
     assert platform.name == "console"
-    with pytest.raises(PlatformUnavailable, match="no chat channel"):
-        platform.poster()
+    with pytest.raises(PlatformUnavailable, match="cannot post and serve"):
+        resolve_platform("console")
 
 
 # -- ask-bridge demo ------------------------------------------------------------------------------
@@ -359,3 +360,30 @@ def test_demo_reports_a_malformed_question_set_as_the_model_would_read_it(tmp_pa
     )
     assert done.returncode == 2
     assert "questions[0].options has 0 options: give 2 to 4 options" in done.stderr
+
+
+def test_demo_reports_deeply_nested_questions_as_the_model_would_read_it(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    done = subprocess.run(
+        [*DEMO, "--questions", f"@{deep}", "--answers", "{}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "The ask_user call was rejected: the arguments are nested too deeply" in done.stderr
+
+
+def test_demo_takes_the_arguments_object_with_a_null_multiselect() -> None:
+    questions = [{**SAMPLE_QUESTIONS[0], "multiSelect": None}]
+    done = subprocess.run(
+        [*DEMO, "--questions", json.dumps({"questions": questions}), "--answers", "{}", "--raw"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["questions"][0]["multiSelect"] is False

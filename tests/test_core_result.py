@@ -188,6 +188,22 @@ def test_tool_outcome_holds_answers_or_a_deferral(qs: QuestionSet) -> None:
         answered.answers = ()  # type: ignore[misc]
 
 
+def test_tool_outcome_text_and_what_hosts_read(qs: QuestionSet) -> None:
+    answered = ToolOutcome(questions=qs, answers=normalise_answers(qs, {FORMAT: "Résumé"}))
+    assert answered.text == answered.content
+    assert answered.host_payload == answered.payload == json.loads(answered.text)
+    assert "ask_id" not in answered.host_payload
+
+    deferral = AskUserDeferred(instructions="Attendez la réponse.", extra={"ask_id": 7, "x": 1})
+    deferred = ToolOutcome(questions=qs, deferred=deferral)
+    assert json.loads(deferred.text) == deferred.content == deferred.payload
+    assert "réponse" in deferred.text  # readable text, not \u escapes
+    assert deferred.host_payload == {**deferred.payload, "ask_id": "7"}  # only the ask id
+    assert json.loads(deferred.host_text) == deferred.host_payload
+    no_id = ToolOutcome(questions=qs, deferred=AskUserDeferred(extra={"x": 1}))
+    assert no_id.host_payload == no_id.payload
+
+
 def test_deferred_is_immutable_and_checks_instructions() -> None:
     deferred = AskUserDeferred(extra={"a": 1})
     with pytest.raises(AttributeError):

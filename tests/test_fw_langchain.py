@@ -276,3 +276,70 @@ async def test_accepts_a_bridge_tool_or_uses_the_global_chain() -> None:
     finally:
         set_ask_user_callback(previous)
     assert json.loads(str(tool_reply_seen(model).content))["answers"][0]["selected"] == ["Summary"]
+
+
+# -- the arguments object: the same check, and the same words, as every host ---------------------
+
+
+def call_with(args: dict[str, Any]) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "ask_user", "args": args, "id": "call_1"}])
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"questions": QUESTIONS[:1], "urgent": True}, "unknown argument 'urgent' (remove it)"),
+        ({}, 'the "questions" argument is missing'),
+        ({"questions": None}, "questions must be an array"),
+    ],
+)
+@pytest.mark.parametrize("make_tool", [ask_user_tool, ask_user_interrupt_tool], ids=["tool", "lg"])
+async def test_arguments_are_checked_like_every_host(
+    args: dict[str, Any], expected: str, make_tool: Any
+) -> None:
+    called = False
+
+    def handler(qs: Any, ctx: Any) -> Any:
+        nonlocal called
+        called = True
+        return {}
+
+    tool = ask_user_tool(handler) if make_tool is ask_user_tool else make_tool()
+    model = scripted(call_with(args), AIMessage("fixing"))
+    out = await graph(model, tool, InMemorySaver()).ainvoke({"messages": [("user", "go")]}, THREAD)
+    assert "__interrupt__" not in out
+    reply = tool_reply_seen(model)
+    assert reply.status == "error"
+    assert "The ask_user call was rejected" in str(reply.content)
+    assert expected in str(reply.content)
+    assert not called
+
+
+async def test_null_multiselect_means_left_out() -> None:
+    question = {**QUESTIONS[0], "multiSelect": None}
+    model = scripted(call_with({"questions": [question]}), AIMessage("ok"))
+    tool = ask_user_tool(lambda qs, ctx: {"Which format?": "Summary"})
+    await graph(model, tool).ainvoke({"messages": [("user", "go")]})
+    reply = tool_reply_seen(model)
+    assert reply.status == "success"
+    result = json.loads(str(reply.content))
+    assert result["questions"][0]["multiSelect"] is False
+    assert result["answers"][0]["selected"] == ["Summary"]
+
+
+async def test_global_chain_gets_the_given_context() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def handler(qs: Any, ctx: dict[str, Any]) -> Any:
+        seen.append(ctx)
+        return {"Which format?": "Summary"}
+
+    previous = set_ask_user_callback(handler)
+    try:
+        model = scripted(ask(QUESTIONS[:1]), AIMessage("ok"))
+        tool = ask_user_tool(context={"channel": "C42"})
+        await graph(model, tool).ainvoke({"messages": [("user", "go")]})
+    finally:
+        set_ask_user_callback(previous)
+    assert seen == [{"channel": "C42"}]
+    assert json.loads(str(tool_reply_seen(model).content))["answers"][0]["selected"] == ["Summary"]

@@ -119,7 +119,7 @@ class FakePlatform:
 
 def test_chat_route_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     platform = FakePlatform()
-    monkeypatch.setattr("bridge.mcp_server.load_platform", lambda name: platform)
+    monkeypatch.setattr("bridge.mcp_server.resolve_platform", lambda name: platform)
     monkeypatch.delenv("REDIS_URL", raising=False)
     env = {"ASK_BRIDGE_PLATFORM": "memory", "ASK_BRIDGE_CHANNEL": " C7 "}
     route = chat_route_from_env(wait=30, environ=env)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 from bridge.ask import AskRecord, AskStatus, Destination, MessageRef
 from bridge.errors import ToolRejected
-from bridge.platform import Platform, PlatformUnavailable
+from bridge.platform import PlatformUnavailable
 from bridge.poster import Poster
 
 ANSWERED, FAILED, REJECTED, DEFERRED, ENDED = 0, 1, 2, 3, 4
@@ -80,15 +79,23 @@ def register(sub: Any) -> None:
 
 
 def read_questions(source: str) -> object:
-    """The ``questions`` value from the tool arguments object, or a bare array as given."""
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ToolRejected(f"the question set is not valid JSON: {exc}") from exc
-    if isinstance(data, dict) and "questions" in data:
-        return data["questions"]
-    return data
+    """The ``questions`` value of the tool arguments in ``source`` (a file, or ``-`` for stdin)."""
+    text = sys.stdin.read() if source == "-" else Path(source).read_bytes()
+    return questions_from_text(text)
+
+
+def questions_from_text(text: str | bytes) -> object:
+    """The ``questions`` value from JSON text holding the tool's arguments object
+    (``{"questions": [...]}``) or a bare questions array, unwrapped exactly as a provider's
+    arguments are (:func:`~bridge.validation.questions_from_arguments`): malformed or too deeply
+    nested JSON, unknown fields and the rest are :class:`ToolRejected` with the model's words."""
+    from bridge.validation import decode_arguments, questions_from_arguments
+
+    if not text.strip():
+        return questions_from_arguments(text)  # rejected: empty
+    data = decode_arguments(text)
+    arguments: Any = {"questions": data} if isinstance(data, list) else data
+    return questions_from_arguments(arguments)  # rejects anything but an object
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,26 +137,25 @@ class _Remember(Poster):
 
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
     from bridge.aio import stop
-    from bridge.cli.serve import resolve_platform
     from bridge.handler import AskPolicy, ChatHandler
+    from bridge.platform import check_standalone, resolve_platform, start_serving
     from bridge.settings import EngineSettings, open_store
     from bridge.tool import tools_interactive
 
     platform = resolve_platform(args.platform)
-    standalone = not EngineSettings().redis_url
+    settings = EngineSettings()
+    standalone = not settings.redis_url
     if standalone:
         if args.mode == "defer":
             print(STANDALONE_DEFER, file=sys.stderr)
             return FAILED
-        check = getattr(platform, "check_standalone", None)
-        if check is not None:
-            check()
+        check_standalone(platform)
     poster = _Remember(platform.poster())
-    store = open_store()
+    store = open_store(settings)
     serving: asyncio.Task[None] | None = None
     try:
         if standalone:
-            serving = await _serve_here(platform, store)
+            serving = await start_serving(platform, store)
         wait = args.wait if args.mode == "block" else 0.0
         # Standalone, the ask dies with this process: deferring would leave a live message whose
         # ask id points at nothing, so a wait that runs out closes it (re-rendered, exit 4).
@@ -173,18 +179,6 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
         await store.aclose()
 
 
-async def _serve_here(platform: Platform, store: Any) -> asyncio.Task[None]:
-    ready = asyncio.Event()
-    serving = asyncio.create_task(platform.serve(store, ready=ready))
-    readiness = asyncio.create_task(ready.wait())
-    await asyncio.wait({serving, readiness}, return_when=asyncio.FIRST_COMPLETED)
-    readiness.cancel()
-    if serving.done():
-        serving.result()  # raises why it could not start
-        raise PlatformUnavailable(f"{platform.name} stopped before it was ready")
-    return serving
-
-
 async def _outcome(tool: Any, questions: Any, poster: _Remember, store: Any) -> int:
     me = asyncio.current_task()
     loop = asyncio.get_running_loop()
@@ -205,9 +199,7 @@ async def _outcome(tool: Any, questions: Any, poster: _Remember, store: Any) -> 
         ended = record.status in (AskStatus.EXPIRED, AskStatus.CANCELLED)
         return ENDED if ended else FAILED
     if outcome.deferred is not None:
-        result = dict(outcome.content)
-        result["ask_id"] = (outcome.deferred.extra or {}).get("ask_id")
-        print(json.dumps(result, ensure_ascii=False), flush=True)
+        print(outcome.host_text, flush=True)
         return DEFERRED
-    print(outcome.content, flush=True)
+    print(outcome.text, flush=True)
     return ANSWERED

@@ -100,12 +100,11 @@ def _cancel(args: argparse.Namespace) -> int:
 
 async def _rerender(record: Any) -> None:
     """Show the cancellation on the platform, if this machine can reach it."""
-    from bridge.platform import PlatformUnavailable, load_platform
+    from bridge.platform import PlatformUnavailable, resolve_platform
 
     try:
-        platform: Any = load_platform(record.destination.platform)
-        await platform.poster().update(record)
-    except (PlatformUnavailable, AttributeError) as exc:
+        await resolve_platform(record.destination.platform).poster().update(record)
+    except PlatformUnavailable as exc:
         print(f"note: message not re-rendered: {exc}", file=sys.stderr)
     except Exception as exc:
         print(f"warning: could not re-render the message: {exc!r}", file=sys.stderr)

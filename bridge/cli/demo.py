@@ -68,8 +68,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--questions",
         metavar="JSON",
-        help="ask this question set instead of the sample: the tool's questions argument as JSON "
-        "text, or @FILE to read it from a file",
+        help="ask this question set instead of the sample: the tool's arguments as JSON text "
+        '({"questions": [...]} or the bare array), or @FILE to read them from a file',
     )
     parser.add_argument(
         "--raw",
@@ -83,16 +83,22 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _load_json(value: str, what: str) -> Any:
-    if value.startswith("@"):
-        try:
-            value = Path(value[1:]).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SystemExit(f"ask-bridge demo: cannot read {what} file: {exc}") from None
+def _read(value: str, what: str) -> str:
+    """``value`` itself, or the text of the file it names as ``@FILE``."""
+    if not value.startswith("@"):
+        return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"ask-bridge demo: {what} is not valid JSON: {exc}") from None
+        return Path(value[1:]).read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"ask-bridge demo: cannot read {what} file: {exc}") from None
+
+
+def _load_json(value: str, what: str) -> Any:
+    try:
+        return json.loads(_read(value, what))
+    except (ValueError, RecursionError) as exc:
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise SystemExit(f"ask-bridge demo: {what} is not valid JSON: {reason}") from None
 
 
 def _scripted(answers: Any) -> Any:
@@ -118,20 +124,23 @@ def _summary(result: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from bridge import ToolRejected, tool_ask_user, tools_interactive
+    from bridge.cli.ask import questions_from_text
     from bridge.tool import NO_HANDLER
 
-    questions = (
-        SAMPLE_QUESTIONS if args.questions is None else _load_json(args.questions, "--questions")
-    )
     tool = tool_ask_user
     if args.answers is not None:
         (tool,) = tools_interactive(callback=_scripted(_load_json(args.answers, "--answers")))
 
-    count = len(questions) if isinstance(questions, list) else "some"
     _say("agent: Before I go on I need a few decisions from you.")
-    _say(f"agent: calling ask_user with {count} question(s)...")
     try:
-        content = tool(questions)
+        questions = (
+            SAMPLE_QUESTIONS
+            if args.questions is None
+            else questions_from_text(_read(args.questions, "--questions"))
+        )
+        count = len(questions) if isinstance(questions, list) else "some"
+        _say(f"agent: calling ask_user with {count} question(s)...")
+        outcome = tool.invoke(questions)
     except ToolRejected as exc:
         _say(f"\nThe tool call failed; the model would read this error:\n\n{exc.message}\n")
         if exc.message == NO_HANDLER:
@@ -144,11 +153,12 @@ def run(args: argparse.Namespace) -> int:
         _say("\ninterrupted")
         return 130
 
-    if isinstance(content, dict):  # a configured global handler deferred
+    indent = None if args.raw else 2
+    if outcome.deferred is not None:  # a configured global handler deferred
         _say("\nagent: The questions are with the person; I will end my turn and wait.")
-        print(json.dumps(content, indent=None if args.raw else 2, ensure_ascii=False))
+        print(json.dumps(outcome.payload, indent=indent, ensure_ascii=False))
         return 0
-    result = json.loads(content)
+    result = outcome.payload
     _say(f"\nagent: Thanks. Going with {_summary(result)}.\n\nTool result (what the model reads):")
-    print(content if args.raw else json.dumps(result, indent=2, ensure_ascii=False))
+    print(outcome.text if args.raw else json.dumps(result, indent=indent, ensure_ascii=False))
     return 0

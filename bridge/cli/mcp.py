@@ -1,13 +1,17 @@
 """``ask-bridge mcp``: run the MCP server exposing ``ask_user`` (stdio, or streamable HTTP).
 
 Questions go to the chat destination in ``ASK_BRIDGE_PLATFORM`` / ``ASK_BRIDGE_CHANNEL`` when set,
-else to the MCP client's own user by elicitation (see :mod:`bridge.mcp_server`). Configuration
-errors are reported on stderr before the server starts, never on stdout (the protocol's).
+else to the MCP client's own user by elicitation (see :mod:`bridge.mcp_server`). Without
+``REDIS_URL`` nobody else receives the people's clicks, so this process serves them itself, and
+is ready for calls only once it can (a platform that cannot serve here, like Slack in HTTP mode,
+is refused). Configuration errors are reported on stderr before the server starts, never on
+stdout (the protocol's).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from typing import Any
 
@@ -55,6 +59,7 @@ def parse_address(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     import anyio
 
+    from bridge.aio import stop
     from bridge.mcp_server import (
         DEFAULT_PROGRESS_INTERVAL,
         bind,
@@ -63,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         serve_http,
         serve_stdio,
     )
-    from bridge.platform import PlatformUnavailable
+    from bridge.platform import PlatformUnavailable, check_standalone, start_serving
 
     def fail(message: str) -> int:
         print(f"ask-bridge mcp: {message}", file=sys.stderr)
@@ -77,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         address = parse_address(args.http) if args.http else None
         route = chat_route_from_env(args.wait)
+        if route is not None and route.serve_clicks:
+            check_standalone(route.platform)
     except (ValueError, PlatformUnavailable) as exc:
         return fail(str(exc))
     server = create_server(route.handler if route else None, progress_interval=interval)
@@ -86,10 +93,13 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot listen on {args.http}: {exc}")
 
     async def main() -> None:
+        serving: asyncio.Task[None] | None = None
         try:
+            if route is not None and route.serve_clicks:
+                serving = await start_serving(route.platform, route.store)
             async with anyio.create_task_group() as tg:
-                if route is not None and route.serve_clicks:
-                    tg.start_soon(_serve_clicks, route)
+                if serving is not None:
+                    tg.start_soon(_until_done, serving)  # its failure stops the server
                 if sock is not None:
                     print(
                         f"ask-bridge mcp: serving http://{args.http}/mcp",
@@ -101,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
                     await serve_stdio(server)
                 tg.cancel_scope.cancel()
         finally:
+            if serving is not None:
+                await stop(serving)
             if route is not None:
                 await route.store.aclose()
 
@@ -108,8 +120,10 @@ def run(args: argparse.Namespace) -> int:
         anyio.run(main)
     except KeyboardInterrupt:
         return 130
+    except PlatformUnavailable as exc:  # the click loop could not start
+        return fail(str(exc))
     return 0
 
 
-async def _serve_clicks(route: Any) -> None:
-    await route.platform.serve(route.store)
+async def _until_done(task: asyncio.Task[None]) -> None:
+    await task

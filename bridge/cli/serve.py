@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
 from typing import Any
 
 from bridge.aio import stop
-from bridge.platform import Platform, PlatformUnavailable, load_platform
+from bridge.platform import Platform, PlatformUnavailable, resolve_platform, start_serving
 from bridge.poster import Poster
 from bridge.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 NO_SHARED_STORE = (
     "REDIS_URL is not set; using an empty in-memory store: it holds no ask that another process "
@@ -42,13 +42,6 @@ def register(sub: Any) -> None:
         help="seconds between expiry sweeps (default 5)",
     )
     p.set_defaults(func=run)
-
-
-def resolve_platform(name: str) -> Platform:
-    found = load_platform(name)
-    if not isinstance(found, Platform):
-        raise PlatformUnavailable(f"platform {name!r} cannot post and serve chat interactions")
-    return found
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,26 +67,26 @@ async def _serve(platform: Platform, poster: Poster, args: argparse.Namespace) -
     if not settings.redis_url:
         log.warning(NO_SHARED_STORE)
     store = open_store(settings)
-    ready = asyncio.Event()
-    serving = asyncio.create_task(
-        platform.serve(store, host=args.host, port=args.port, ready=ready)
-    )
     sweeper = Sweeper(store, {poster.platform: poster}, interval=args.sweep_interval)
     sweeping = asyncio.create_task(sweeper.run())
+    me = asyncio.current_task()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, serving.cancel)
+    for sig in SIGNALS:
+        if me is not None:
+            loop.add_signal_handler(sig, me.cancel)
+    serving: asyncio.Task[None] | None = None
     try:
-        readiness = asyncio.create_task(ready.wait())
-        await asyncio.wait({serving, readiness}, return_when=asyncio.FIRST_COMPLETED)
-        if ready.is_set():
-            mode = getattr(platform, "mode", lambda: "")()
-            where = f"http://{args.host}:{args.port}" if mode == "http" else mode
-            print(f"ask-bridge serve: {platform.name} ready ({where})", file=sys.stderr, flush=True)
-        readiness.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
+        serving = await start_serving(platform, store, host=args.host, port=args.port)
+        # where it listens was logged by the platform, just before it was ready
+        print(f"ask-bridge serve: {platform.name} ready", file=sys.stderr, flush=True)
+        await serving
+    except asyncio.CancelledError:
+        pass  # SIGINT or SIGTERM: a normal stop
     finally:
+        for sig in SIGNALS:  # a second signal must not cut the cleanup short
+            loop.add_signal_handler(sig, lambda: None)
+        if serving is not None:
+            await stop(serving)
         failure = await stop(sweeping)
         if failure is not None:
             log.warning("the sweeper failed", exc_info=failure)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from claude_agent_sdk import (
@@ -38,7 +38,8 @@ from claude_agent_sdk.types import CanUseTool, PermissionResult
 
 from bridge.errors import ToolRejected
 from bridge.models import Answer
-from bridge.tool import AskUserTool, tools_interactive
+from bridge.tool import AskContext, AskUserCallback, AskUserTool, as_tool
+from bridge.validation import OPTION_FIELDS, QUESTION_FIELDS, shorten
 
 ASK_USER_QUESTION = "AskUserQuestion"
 """The name of Claude's built-in question tool."""
@@ -52,11 +53,6 @@ MAX_PREVIEW = 500
 """Characters of a tool's input (as JSON) shown in a permission question."""
 MAX_TOOL_NAME = 100
 
-Callback = Callable[..., Any]
-
-_QUESTION_KEYS = ("question", "header", "options", "multiSelect")
-_OPTION_KEYS = ("label", "description")
-
 
 def _contract_view(questions: Any) -> Any:
     """The question set as ``ask_user`` knows it: fields Claude may add beyond the shared shape
@@ -69,11 +65,11 @@ def _contract_view(questions: Any) -> Any:
         if not isinstance(q, Mapping):
             view.append(q)
             continue
-        item = {k: q[k] for k in _QUESTION_KEYS if k in q}
+        item = {k: q[k] for k in QUESTION_FIELDS if k in q}
         options = item.get("options")
         if isinstance(options, list):
             item["options"] = [
-                {k: o[k] for k in _OPTION_KEYS if k in o} if isinstance(o, Mapping) else o
+                {k: o[k] for k in OPTION_FIELDS if k in o} if isinstance(o, Mapping) else o
                 for o in options
             ]
         view.append(item)
@@ -120,12 +116,8 @@ def _escaped(text: str) -> str:
     )
 
 
-def _bounded(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _tool_label(tool_name: str) -> str:
-    return _bounded(_escaped(tool_name), MAX_TOOL_NAME) or "(unnamed tool)"
+    return shorten(_escaped(tool_name), MAX_TOOL_NAME) or "(unnamed tool)"
 
 
 def _input_preview(tool_input: Mapping[str, Any]) -> str:
@@ -133,7 +125,7 @@ def _input_preview(tool_input: Mapping[str, Any]) -> str:
         shown = json.dumps(tool_input, ensure_ascii=False, default=str)
     except (ValueError, RecursionError):  # circular or absurdly deep: not worth showing
         shown = "(input too deeply nested to show)"
-    return _bounded(_escaped(shown), MAX_PREVIEW)
+    return shorten(_escaped(shown), MAX_PREVIEW)
 
 
 def permission_question(tool_name: str, tool_input: Mapping[str, Any]) -> dict[str, Any]:
@@ -182,10 +174,10 @@ async def ask_permission(
 
 
 def can_use_tool(
-    handler: AskUserTool | Callback | None = None,
+    handler: AskUserTool | AskUserCallback | None = None,
     *,
     fallback: CanUseTool | None = None,
-    context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+    context: AskContext = None,
 ) -> CanUseTool:
     """A ``can_use_tool`` callback that answers ``AskUserQuestion`` through a bridge handler.
 
@@ -194,7 +186,7 @@ def can_use_tool(
     tool goes to ``fallback`` if given, else is asked as an Allow / Deny question through the
     same handler (see :func:`ask_permission`).
     """
-    tool = handler if isinstance(handler, AskUserTool) else tools_interactive(handler, context)[0]
+    tool = as_tool(handler, context)
 
     async def decide(
         tool_name: str, tool_input: dict[str, Any], ctx: ToolPermissionContext

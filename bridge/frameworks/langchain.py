@@ -19,7 +19,7 @@ Two tools share one schema and description (the core tool's):
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
@@ -29,13 +29,14 @@ from pydantic import PrivateAttr
 from bridge.errors import ToolRejected
 from bridge.models import Answer, QuestionSet
 from bridge.result import HANDLER_FAILED, ToolOutcome, answers_result, normalise_answers
-from bridge.tool import AskUserTool, tool_ask_user, tools_interactive
-from bridge.validation import validate_questions
+from bridge.tool import AskContext, AskUserCallback, AskUserTool, as_tool, tool_ask_user
+from bridge.validation import questions_from_arguments, validate_questions
 
 INTERRUPT_KIND = "ask_user"
 """``interrupt_value["kind"]``: tells a host which of its interrupts are question sets."""
 
-Callback = Callable[..., Any]
+_MISSING: Any = object()
+"""``questions`` left out of the call (``None`` is a value the model may send)."""
 
 
 def _artifact(outcome: ToolOutcome) -> dict[str, Any] | None:
@@ -43,11 +44,6 @@ def _artifact(outcome: ToolOutcome) -> dict[str, Any] | None:
     if outcome.deferred is None:
         return None
     return dict(outcome.deferred.extra or {})
-
-
-def _model_text(outcome: ToolOutcome) -> str:
-    content = outcome.content
-    return content if isinstance(content, str) else json.dumps(content)
 
 
 class AskUserBaseTool(BaseTool):
@@ -70,48 +66,47 @@ class AskUserBaseTool(BaseTool):
 
     def _run(
         self,
-        questions: Any = None,
+        questions: Any = _MISSING,
         run_manager: CallbackManagerForToolRun | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> tuple[str, dict[str, Any] | None]:
         try:
-            outcome = self._core.invoke(questions)
+            outcome = self._core.invoke(_arguments(questions, unknown))
         except ToolRejected as exc:
             raise ToolException(exc.message) from exc
-        return _model_text(outcome), _artifact(outcome)
+        return outcome.text, _artifact(outcome)
 
     async def _arun(
         self,
-        questions: Any = None,
+        questions: Any = _MISSING,
         run_manager: AsyncCallbackManagerForToolRun | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> tuple[str, dict[str, Any] | None]:
         try:
-            outcome = await self._core.ainvoke(questions)
+            outcome = await self._core.ainvoke(_arguments(questions, unknown))
         except ToolRejected as exc:
             raise ToolException(exc.message) from exc
-        return _model_text(outcome), _artifact(outcome)
+        return outcome.text, _artifact(outcome)
+
+
+def _arguments(questions: Any, unknown: dict[str, Any]) -> object:
+    """The ``questions`` value, through the check every host shares: unknown arguments are
+    refused, a left-out ``questions`` is "missing", ``multiSelect: null`` means left out."""
+    given = dict(unknown) if questions is _MISSING else {"questions": questions, **unknown}
+    return questions_from_arguments(given)
 
 
 def ask_user_tool(
-    handler: AskUserTool | Callback | None = None,
-    *,
-    context: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+    handler: AskUserTool | AskUserCallback | None = None, *, context: AskContext = None
 ) -> AskUserBaseTool:
     """A LangChain ``ask_user`` tool.
 
     ``handler`` is a core tool (from :func:`bridge.tools_interactive`) or a handler callback (a
-    ``ChatHandler``, a function), which gets a tool of its own; ``None`` uses
-    :data:`~bridge.tool.tool_ask_user` and the process-wide chain (global callback, else a
-    terminal prompt).
+    ``ChatHandler``, a function), which gets a tool of its own with ``context``; ``None`` asks
+    through the process-wide chain (global callback, else a terminal prompt), still passing
+    ``context`` to the handler.
     """
-    if isinstance(handler, AskUserTool):
-        core = handler
-    elif handler is not None:
-        core = tools_interactive(handler, context)[0]
-    else:
-        core = tool_ask_user
-    return AskUserBaseTool(core)
+    return AskUserBaseTool(as_tool(handler, context))
 
 
 def resume_answers(questions: QuestionSet, value: Any) -> tuple[Answer, ...]:
@@ -153,14 +148,14 @@ class AskUserInterruptTool(BaseTool):
 
     def _run(
         self,
-        questions: Any = None,
+        questions: Any = _MISSING,
         run_manager: CallbackManagerForToolRun | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> str:
         from langgraph.types import interrupt
 
         try:
-            question_set = validate_questions(questions)
+            question_set = validate_questions(_arguments(questions, unknown))
         except ToolRejected as exc:
             raise ToolException(exc.message) from exc
         resumed = interrupt({"kind": INTERRUPT_KIND, "questions": question_set.wire()})
@@ -174,7 +169,7 @@ class AskUserInterruptTool(BaseTool):
 
     async def _arun(
         self,
-        questions: Any = None,
+        questions: Any = _MISSING,
         run_manager: AsyncCallbackManagerForToolRun | None = None,
         **kwargs: Any,
     ) -> str:

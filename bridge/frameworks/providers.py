@@ -143,9 +143,7 @@ class ToolCallResult:
 
     @classmethod
     def from_outcome(cls, outcome: ToolOutcome) -> ToolCallResult:
-        content = outcome.content
-        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-        return cls(content=text, deferred=outcome.deferred)
+        return cls(content=outcome.text, deferred=outcome.deferred)
 
     @classmethod
     def from_rejection(cls, rejected: ToolRejected) -> ToolCallResult:

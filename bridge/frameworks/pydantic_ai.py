@@ -19,7 +19,6 @@ returned.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,8 +58,7 @@ def ask_user_tool(
             raise ModelRetry(rejected.message) from None
         if outcome.deferred is not None:
             raise CallDeferred(metadata=dict(outcome.deferred.extra or {}), kind="question")
-        content = outcome.content
-        return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        return outcome.text
 
     ask_user.__doc__ = tool.description
     pydantic_tool: Tool[Any] = Tool.from_schema(

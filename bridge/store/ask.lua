@@ -70,6 +70,16 @@ local function allowed(user_id, groups_json)
   return false
 end
 
+-- The waiting call claims the outcome; only a 'waiter' hand-off can be taken.
+local function take()
+  if redis.call('HGET', rec, 'handoff') == 'waiter' then
+    redis.call('HSET', rec, 'handoff', 'taken')
+    redis.call('DEL', lease)
+    return {'taken', record()}
+  end
+  return {'other', record()}
+end
+
 local exists = redis.call('EXISTS', rec) == 1
 
 if op == 'create' then
@@ -147,20 +157,9 @@ elseif op == 'defer' then
     event('deferred', 'null', '{}')
     return {'deferred', record()}
   end
-  if redis.call('HGET', rec, 'handoff') == 'waiter' then
-    redis.call('HSET', rec, 'handoff', 'taken')
-    redis.call('DEL', lease)
-    return {'taken', record()}
-  end
-  return {'other', record()}
+  return take()
 elseif op == 'take' then
-  -- the waiting call claims the outcome; only a 'waiter' hand-off can be taken
-  if redis.call('HGET', rec, 'handoff') == 'waiter' then
-    redis.call('HSET', rec, 'handoff', 'taken')
-    redis.call('DEL', lease)
-    return {'taken', record()}
-  end
-  return {'other', record()}
+  return take()
 elseif op == 'release' then
   -- the waiting call is gone (cancelled) without returning anything: an answer handed to it
   -- ('waiter') or taken by it whose reply it never read ('taken') goes to the feed

@@ -8,6 +8,8 @@ single atomic step in the backend, so replicas can race freely.
 
 from __future__ import annotations
 
+import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,32 @@ from pydantic import BaseModel, Field
 
 from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
+
+DEFAULT_RETENTION = 30 * 86400.0
+"""Seconds a finished ask (record, audit trail, feed entry) is kept."""
+DEFAULT_LEASE_TTL = 30.0
+"""Seconds a waiting call's lease outlives its last sign of life."""
+
+_KIND = re.compile(r"^[a-z][a-z_]{0,31}$")
+
+
+def check_event_kind(kind: str) -> None:
+    """Refuse an audit-trail kind that is not lower_snake_case of at most 32 characters."""
+    if not _KIND.match(kind):
+        raise ValueError(f"event kind must be lower_snake_case, at most 32 chars: {kind!r}")
+
+
+def check_close_status(status: AskStatus) -> None:
+    """Refuse a :meth:`Store.close` to anything but expired or cancelled."""
+    if status not in (AskStatus.EXPIRED, AskStatus.CANCELLED):
+        raise ValueError(f"close() ends an ask as expired or cancelled, not {status}")
+
+
+def dump_answers(answers: Sequence[Answer]) -> tuple[list[dict[str, Any]], str]:
+    """The answers as JSON-ready dicts (for the audit trail) and their canonical text: equal
+    answers give equal text, which is how a repeated submission is recognised."""
+    dumped = [a.model_dump(mode="json") for a in answers]
+    return dumped, json.dumps(dumped, separators=(",", ":"), sort_keys=True)
 
 
 class SubmitOutcome(StrEnum):
@@ -45,7 +73,10 @@ class HistoryEvent(BaseModel):
     """One line of an ask's audit trail."""
 
     at: float
-    kind: str  # created, posted, deferred, draft, submitted, refused, answered, expired, ...
+    kind: str
+    """What happened. The stores record created, posted, deferred, refused, late, answered,
+    expired, cancelled and handed_to_feed; callers add their own through
+    :meth:`Store.record_event` (the chat handler post_failed, the Slack app opened)."""
     user_id: str | None = None
     detail: dict[str, Any] = Field(default_factory=dict)
 

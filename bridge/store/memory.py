@@ -19,12 +19,17 @@ from typing import Any
 
 from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
-from bridge.store.base import Delivery, HistoryEvent, Store, SubmitOutcome, SubmitResult
-from bridge.store.redis import (
-    _KIND,
+from bridge.store.base import (
     DEFAULT_LEASE_TTL,
     DEFAULT_RETENTION,
-    answers_json,
+    Delivery,
+    HistoryEvent,
+    Store,
+    SubmitOutcome,
+    SubmitResult,
+    check_close_status,
+    check_event_kind,
+    dump_answers,
 )
 
 
@@ -110,6 +115,13 @@ class MemoryStore(Store):
         for fut in self._waiters.get(ask_id, ()):
             fut.get_loop().call_soon_threadsafe(_resolve, fut)
 
+    @staticmethod
+    def _take(entry: _Ask) -> None:
+        """The waiting call claims the outcome; only a ``waiter`` hand-off can be taken."""
+        if entry.handoff == "waiter":
+            entry.handoff = "taken"
+            entry.lease_until = 0.0
+
     # -- the contract --------------------------------------------------------------------------
 
     async def create(self, record: AskRecord) -> None:
@@ -155,9 +167,8 @@ class MemoryStore(Store):
                 entry.record = entry.record.model_copy(update={"deferred": True})
                 entry.lease_until = 0.0
                 self._event(entry, "deferred", None, time.time())
-            elif entry.handoff == "waiter":
-                entry.handoff = "taken"
-                entry.lease_until = 0.0
+            else:
+                self._take(entry)
             return entry.record
 
     async def save_draft(self, ask_id: str, user_id: str, draft: dict[str, Any]) -> None:
@@ -173,8 +184,8 @@ class MemoryStore(Store):
             return dict(found) if found is not None else None
 
     async def submit(self, ask_id: str, who: Responder, answers: Sequence[Answer]) -> SubmitResult:
-        chosen = answers_json(answers)
-        detail = {"name": who.name, "answers": [a.model_dump(mode="json") for a in answers]}
+        dumped, chosen = dump_answers(answers)
+        detail = {"name": who.name, "answers": dumped}
         with self._lock:
             now = time.time()
             entry = self._live(ask_id, now)
@@ -204,8 +215,7 @@ class MemoryStore(Store):
     async def close(
         self, ask_id: str, status: AskStatus, *, by: str | None = None
     ) -> AskRecord | None:
-        if status not in (AskStatus.EXPIRED, AskStatus.CANCELLED):
-            raise ValueError(f"close() ends an ask as expired or cancelled, not {status}")
+        check_close_status(status)
         with self._lock:
             now = time.time()
             entry = self._live(ask_id, now)
@@ -251,16 +261,13 @@ class MemoryStore(Store):
                 entry.waiting -= 1
                 entry.lease_until = time.time() + self.lease_ttl
         with self._lock:
-            if entry.handoff == "waiter":
-                entry.handoff = "taken"
-                entry.lease_until = 0.0
+            self._take(entry)
             return entry.record
 
     async def record_event(
         self, ask_id: str, kind: str, *, user_id: str | None = None, **detail: Any
     ) -> None:
-        if not _KIND.match(kind):
-            raise ValueError(f"event kind must be lower_snake_case, at most 32 chars: {kind!r}")
+        check_event_kind(kind)
         with self._lock:
             entry = self._live(ask_id)
             if entry is not None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from importlib.resources import files
@@ -48,16 +47,24 @@ from redis.utils import str_if_bytes
 from bridge.aio import stop
 from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
-from bridge.store.base import Delivery, HistoryEvent, Store, SubmitOutcome, SubmitResult
+from bridge.store.base import DEFAULT_LEASE_TTL as DEFAULT_LEASE_TTL  # re-exported
+from bridge.store.base import DEFAULT_RETENTION as DEFAULT_RETENTION  # re-exported
+from bridge.store.base import (
+    Delivery,
+    HistoryEvent,
+    Store,
+    SubmitOutcome,
+    SubmitResult,
+    check_close_status,
+    check_event_kind,
+    dump_answers,
+)
 from bridge.store.keys import DEFAULT_PREFIX, Keys
 
 _SCRIPT = files("bridge.store").joinpath("ask.lua").read_text()
-_KIND = re.compile(r"^[a-z][a-z_]{0,31}$")
 _CHUNK = 500
 _INDEX_TTL = 400 * 86400  # beyond any ask's expiry: refreshed on every write anyway
 
-DEFAULT_RETENTION = 30 * 86400.0
-DEFAULT_LEASE_TTL = 30.0
 DEFAULT_MAX_CONNECTIONS = 4
 DEFAULT_GROUP = "bridge"
 _OUTCOMES = {
@@ -244,13 +251,6 @@ def _record(raw: dict[str, str]) -> AskRecord:
     if raw.get("closed_at"):
         data["closed_at"] = float(raw["closed_at"])
     return AskRecord.model_validate(data)
-
-
-def answers_json(answers: Sequence[Answer]) -> str:
-    """The canonical text of a set of answers: equal answers give equal text (idempotency)."""
-    return json.dumps(
-        [a.model_dump(mode="json") for a in answers], separators=(",", ":"), sort_keys=True
-    )
 
 
 def _body(record: AskRecord) -> str:
@@ -454,7 +454,7 @@ class RedisStore(Store):
 
     async def submit(self, ask_id: str, who: Responder, answers: Sequence[Answer]) -> SubmitResult:
         await self._init()
-        chosen = answers_json(answers)
+        dumped, chosen = dump_answers(answers)
         argv = self._argv(
             "submit",
             ask_id,
@@ -464,7 +464,7 @@ class RedisStore(Store):
                 who.model_dump_json(),
                 chosen,
                 json.dumps(who.user_id),
-                json.dumps({"name": who.name, "answers": json.loads(chosen)}),
+                json.dumps({"name": who.name, "answers": dumped}),
             ),
             None,
         )
@@ -483,8 +483,7 @@ class RedisStore(Store):
         self, ask_id: str, status: AskStatus, *, by: str | None = None
     ) -> AskRecord | None:
         await self._init()
-        if status not in (AskStatus.EXPIRED, AskStatus.CANCELLED):
-            raise ValueError(f"close() ends an ask as expired or cancelled, not {status}")
+        check_close_status(status)
         reply = await self._run("close", ask_id, status.value, json.dumps(by))
         if reply[0] != "closed":
             return None
@@ -508,8 +507,7 @@ class RedisStore(Store):
         self, ask_id: str, kind: str, *, user_id: str | None = None, **detail: Any
     ) -> None:
         await self._init()
-        if not _KIND.match(kind):
-            raise ValueError(f"event kind must be lower_snake_case, at most 32 chars: {kind!r}")
+        check_event_kind(kind)
         await self._run("event", ask_id, kind, json.dumps(user_id), json.dumps(detail))
 
     async def history(self, ask_id: str) -> list[HistoryEvent]:

@@ -6,6 +6,9 @@ Found by the core through the ``ask_bridge.platforms`` entry point as ``platform
 from __future__ import annotations
 
 import asyncio
+from functools import cached_property
+
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.platform import PlatformUnavailable
 from bridge.poster import Poster
@@ -17,34 +20,36 @@ from platforms.slack.settings import SlackSettings, load_settings
 
 class SlackPlatform:
     """Posting with the bot token; interactions over Socket Mode when ``SLACK_APP_TOKEN`` is set,
-    else over HTTP verified with ``SLACK_SIGNING_SECRET``."""
+    else over HTTP verified with ``SLACK_SIGNING_SECRET``.
+
+    The settings are read from the environment once, on first use, and one Web API client serves
+    both the poster and the interaction loop."""
 
     name = "slack"
 
     def __init__(self, settings: SlackSettings | None = None) -> None:
         self._settings = settings
 
-    @property
+    @cached_property
     def settings(self) -> SlackSettings:
         return self._settings or load_settings()
 
-    def poster(self) -> Poster:
-        settings = self.settings
-        return SlackPoster(make_client(settings.bot(), settings.api_url))
+    @cached_property
+    def client(self) -> AsyncWebClient:
+        return make_client(self.settings.bot(), self.settings.api_url)
 
-    def mode(self) -> str:
-        return "socket" if self.settings.socket_mode else "http"
+    def poster(self) -> Poster:
+        return SlackPoster(self.client)
 
     def check_standalone(self) -> None:
-        """Raise ``PlatformUnavailable`` unless :meth:`serve` can run inside a one-off ``ask``
-        process: without a shared store nobody else handles the clicks, and only Socket Mode
+        """Raise ``PlatformUnavailable`` unless :meth:`serve` can run inside a process without a
+        shared store (``ask``, ``mcp``), which must handle its own clicks: only Socket Mode
         needs no public URL."""
-        settings = self.settings
-        settings.bot()
-        if not settings.socket_mode:
+        if not self.settings.socket_mode:
             raise PlatformUnavailable(
-                "without REDIS_URL, `ask` handles clicks itself over Socket Mode: set "
-                "SLACK_APP_TOKEN (an xapp- token), or set REDIS_URL and run `ask-bridge serve`"
+                "without REDIS_URL, `ask` and `mcp` handle the clicks themselves, over Socket "
+                "Mode: set SLACK_APP_TOKEN (an xapp- token), or set REDIS_URL and run "
+                "`ask-bridge serve`"
             )
 
     async def serve(
@@ -58,9 +63,8 @@ class SlackPlatform:
         from platforms.slack.app import build_app
 
         settings = self.settings
-        client = make_client(settings.bot(), settings.api_url)
         signing = None if settings.socket_mode else settings.signing()
-        app, interactions = build_app(store, client, signing_secret=signing)
+        app, interactions = build_app(store, self.client, signing_secret=signing)
         try:
             if settings.socket_mode:
                 from platforms.slack.socket_mode import serve_socket_mode

@@ -91,12 +91,9 @@ class Interactions:
             await ack()
             self._spawn(self.on_action(body, client))
 
-        async def on_view(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
-            await self.on_view(ack, body, client)
-
         app.action(ids.ACTION_PATTERN)(on_action)
-        app.view(ids.FORM_CALLBACK)(on_view)
-        app.view(ids.OTHER_CALLBACK)(on_view)
+        app.view(ids.FORM_CALLBACK)(self.on_view)
+        app.view(ids.OTHER_CALLBACK)(self.on_view)
 
     # -- buttons --------------------------------------------------------------------------
 
@@ -301,10 +298,8 @@ def read_form(values: dict[str, Any]) -> tuple[dict[int, Picks], dict[str, str]]
     """Each question's picks from a modal's ``state.values``, or errors keyed by block id."""
     picks: dict[int, Picks] = {}
     errors: dict[str, str] = {}
-    questions = sorted(
-        {int(b[1:].split(".")[0]) for b in values if b[:1] == "q" and b[1:].split(".")[0].isdigit()}
-    )
-    for i in questions:
+    found = (ids.block_question(block) for block in values)
+    for i in sorted({i for i in found if i is not None}):
         pick = (values.get(ids.pick_block(i)) or {}).get(ids.PICK_ACTION) or {}
         typed = (values.get(ids.text_block(i)) or {}).get(ids.TEXT_ACTION) or {}
         chosen = [pick["selected_option"]] if pick.get("selected_option") else []

@@ -2,8 +2,9 @@
 
 A 429 means Slack did nothing, so every call may be retried after ``Retry-After``. A dropped
 connection is different: the request may have been applied. Re-sending ``chat.update`` or
-``views.update`` is harmless, re-sending ``chat.postMessage`` would post the question set twice --
-so connection errors are retried for every method except that one.
+``views.update`` is harmless, but re-sending ``chat.postMessage`` would post the question set twice
+and ``chat.postEphemeral`` would repeat an explanation -- so connection errors are retried for
+every method except those two (:data:`NOT_IDEMPOTENT`).
 """
 
 from __future__ import annotations

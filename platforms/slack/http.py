@@ -1,19 +1,22 @@
 """HTTP mode: the Bolt app behind ``POST /slack/events`` on an aiohttp server.
 
 Bolt verifies each request's signature (``SLACK_SIGNING_SECRET``) and answers 401 to forged or
-stale ones before any listener runs. Bolt's own dev server binds every interface; this one binds
-exactly the host it is given.
+stale ones before any listener runs. The server is our own rather than Bolt's
+``AsyncSlackAppServer``, which blocks in aiohttp's ``run_app`` (no task to cancel, no stop) and
+cannot report the port it bound, so ``port=0`` is of no use with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 
 EVENTS_PATH = "/slack/events"
+log = logging.getLogger(__name__)
 
 
 class HttpServer:
@@ -54,10 +57,11 @@ class HttpServer:
 async def serve_http(
     app: AsyncApp, host: str, port: int, ready: asyncio.Event | None = None
 ) -> None:
-    """Serve until cancelled."""
+    """Serve until cancelled; logs the URL it receives interactions at (the bound port)."""
     server = HttpServer(app, host, port)
     await server.start()
     try:
+        log.info("receiving Slack interactions at %s", server.url)
         if ready is not None:
             ready.set()
         await asyncio.Event().wait()

@@ -10,10 +10,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 PREFIX = "askb"
-ACTION_PATTERN = re.compile(r"^askb:(pick|other|answer):")
+
+ActionKind = Literal["pick", "other", "answer"]
+INDICES: dict[ActionKind, int] = {"pick": 2, "other": 1, "answer": 0}
+"""Every action kind, and how many indices follow the ask id in its action id: ``pick``
+(question, option) answers with one click, ``other`` (question) and ``answer`` open a modal."""
+
+ACTION_PATTERN = re.compile(rf"^{PREFIX}:({'|'.join(INDICES)}):")
 FORM_CALLBACK = "askb:form"
 OTHER_CALLBACK = "askb:other"
 
@@ -22,8 +28,7 @@ PICK_ACTION = "pick"
 TEXT_ACTION = "text"
 
 _ASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-ActionKind = Literal["pick", "other", "answer"]
+_QUESTION_BLOCK = re.compile(r"^q([0-9]+)(?:\.|$)")
 
 
 def pick_action(ask_id: str, question: int, option: int) -> str:
@@ -38,12 +43,22 @@ def answer_action(ask_id: str) -> str:
     return f"{PREFIX}:answer:{ask_id}"
 
 
+def header_block(question: int) -> str:
+    return f"q{question}.text"
+
+
 def pick_block(question: int) -> str:
     return f"q{question}.pick"
 
 
 def text_block(question: int) -> str:
     return f"q{question}.other"
+
+
+def block_question(block_id: str) -> int | None:
+    """The question index of one of our modal blocks (``q{i}.…``), or ``None``."""
+    found = _QUESTION_BLOCK.match(block_id)
+    return int(found.group(1)) if found else None
 
 
 @dataclass(frozen=True)
@@ -59,17 +74,12 @@ def parse_action(action_id: str) -> Route | None:
     parts = action_id.split(":")
     if len(parts) < 3 or parts[0] != PREFIX or not _ASK_ID.match(parts[2]):
         return None
-    kind, ask_id, rest = parts[1], parts[2], parts[3:]
-    if not all(p.isdigit() and len(p) < 3 for p in rest):
+    kind, ask_id, rest = cast(ActionKind, parts[1]), parts[2], parts[3:]
+    if INDICES.get(kind) != len(rest) or not all(
+        p.isascii() and p.isdigit() and len(p) < 3 for p in rest
+    ):
         return None
-    nums = [int(p) for p in rest]
-    if kind == "pick" and len(nums) == 2:
-        return Route("pick", ask_id, nums[0], nums[1])
-    if kind == "other" and len(nums) == 1:
-        return Route("other", ask_id, nums[0])
-    if kind == "answer" and not nums:
-        return Route("answer", ask_id)
-    return None
+    return Route(kind, ask_id, *(int(p) for p in rest))
 
 
 @dataclass(frozen=True)

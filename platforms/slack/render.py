@@ -47,7 +47,7 @@ MAX_OTHER_TEXT = 2000
 """Longest typed answer accepted in the ``Other…`` field (Slack allows up to 3000)."""
 
 MAX_ANSWERERS_SHOWN = 10
-FALLBACK_LIMIT = 300
+"""Answerers named on a message or in a refusal; the rest are counted or left out."""
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,6 @@ class Message:
 
     text: str
     blocks: list[Block]
-
-    def block_dicts(self) -> list[dict[str, object]]:
-        return [b.to_dict() for b in self.blocks]
 
 
 def blocks_cost(blocks: Sequence[Block]) -> int:
@@ -180,10 +177,17 @@ def _buttons(ask_id: str, qi: int, q: Question, caps: Caps, rid: str) -> Actions
     return ActionsBlock(block_id=f"{rid}.a{qi}", elements=elements)
 
 
+def answered_by(record: AskRecord) -> str:
+    """``answered by <@U…>`` (``answered`` when nobody is recorded): the message's outcome line
+    and the explanation a late click gets say it the same way."""
+    who = record.answered_by.user_id if record.answered_by else None
+    return f"answered by {mention(who)}" if who else "answered"
+
+
 def _outcome_text(record: AskRecord) -> str:
     if record.status is AskStatus.ANSWERED:
-        who = record.answered_by.user_id if record.answered_by else None
-        return f"Answered by {mention(who)}" if who else "Answered"
+        text = answered_by(record)
+        return text[0].upper() + text[1:]
     if record.status is AskStatus.EXPIRED:
         return "⌛ Expired without an answer."
     return "🚫 Cancelled."
@@ -194,8 +198,6 @@ def _fallback(record: AskRecord) -> str:
     more = len(record.questions.questions) - 1
     suffix = f" (+{more} more)" if more else ""
     name = asker(record)
-    if record.status is AskStatus.ANSWERED:
-        return f"{name} asked: {fit(one_line(first), 150)}{suffix} — answered"
     if record.status is not AskStatus.PENDING:
         return f"{name} asked: {fit(one_line(first), 150)}{suffix} — {record.status.value}"
     return f"{name} asks: {fit(one_line(first), 200)}{suffix}"
@@ -208,8 +210,7 @@ def form_view(record: AskRecord, meta: ids.ModalMeta) -> View:
     """The answer form: per question a choice group and an optional ``Other…`` text field."""
     blocks: list[Block] = []
     for i, q in enumerate(record.questions.questions):
-        header = f"*{fit(one_line(q.header), 60)}*\n{fit(q.question, 2500)}"
-        blocks.append(SectionBlock(block_id=f"q{i}.text", text=MarkdownTextObject(text=header)))
+        blocks.append(_modal_header(i, q))
         options = [
             Option(
                 value=str(oi),
@@ -244,7 +245,6 @@ def other_view(record: AskRecord, meta: ids.ModalMeta) -> View:
     """``Other…`` for the one-click shape: the person types their own answer."""
     qi = meta.question or 0
     q = record.questions.questions[qi]
-    header = f"*{fit(one_line(q.header), 60)}*\n{fit(q.question, 2500)}"
     return View(
         type="modal",
         callback_id=ids.OTHER_CALLBACK,
@@ -253,10 +253,16 @@ def other_view(record: AskRecord, meta: ids.ModalMeta) -> View:
         close="Cancel",
         private_metadata=meta.dump(),
         blocks=[
-            SectionBlock(block_id=f"q{qi}.text", text=MarkdownTextObject(text=header)),
+            _modal_header(qi, q),
             _text_input(qi, "Your answer", optional=False, hint=None),
         ],
     )
+
+
+def _modal_header(qi: int, q: Question) -> SectionBlock:
+    """A question as a modal shows it: header in bold, then the full question text."""
+    text = f"*{fit(one_line(q.header), 60)}*\n{fit(q.question, 2500)}"
+    return SectionBlock(block_id=ids.header_block(qi), text=MarkdownTextObject(text=text))
 
 
 def _text_input(qi: int, label: str, *, optional: bool, hint: str | None) -> InputBlock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bridge.ask import AskRecord, AskStatus
 from bridge.store.base import SubmitOutcome
+from platforms.slack.render import MAX_ANSWERERS_SHOWN, answered_by
 from platforms.slack.text import mention
 
 TRY_AGAIN = (
@@ -33,8 +34,7 @@ def refusal(outcome: SubmitOutcome, record: AskRecord | None) -> str | None:
 def ended(record: AskRecord) -> str | None:
     """Why an ask can no longer be answered, or ``None`` while it is pending."""
     if record.status is AskStatus.ANSWERED:
-        who = record.answered_by.user_id if record.answered_by else None
-        return f"This was already answered by {mention(who)}." if who else "Already answered."
+        return f"This was already {answered_by(record)}."
     if record.status is AskStatus.EXPIRED:
         return "This question expired before anyone answered it."
     if record.status is AskStatus.CANCELLED:
@@ -43,5 +43,5 @@ def ended(record: AskRecord) -> str | None:
 
 
 def not_allowed(record: AskRecord) -> str:
-    names = ", ".join(mention(a) for a in record.answerers[:10])
+    names = ", ".join(mention(a) for a in record.answerers[:MAX_ANSWERERS_SHOWN])
     return f"Sorry, you can't answer this one: it is for {names}."

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
 DRAIN_SECONDS = 3.0
+log = logging.getLogger(__name__)
 
 
 class _DrainingHandler(AsyncSocketModeHandler):
@@ -45,6 +47,7 @@ async def serve_socket_mode(
     handler = _DrainingHandler(app, app_token)
     await handler.connect_async()  # type: ignore[no-untyped-call]
     try:
+        log.info("receiving Slack interactions over Socket Mode")
         if ready is not None:
             ready.set()
         await asyncio.Event().wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from payloads import (
     view_submission,
 )
 from redis_server import redis_server
+from slack_sdk.errors import SlackApiError
 
 from bridge.ask import AskStatus, Responder
 from bridge.models import Answer
@@ -32,6 +34,7 @@ from bridge.store.redis import RedisStore
 from platforms.slack import replies
 from platforms.slack.app import build_app
 from platforms.slack.client import make_client
+from platforms.slack.groups import GroupResolver
 from platforms.slack.http import HttpServer
 from platforms.slack.poster import SlackPoster
 
@@ -243,6 +246,23 @@ async def test_user_group_member_may_answer(bolt: Bolt) -> None:
     assert done is not None and done.answered_by is not None
     assert done.answered_by.groups == ("S0REVIEW",)
     assert [c["usergroup"] for c in bolt.fake.ok_calls("usergroups.users.list")] == ["S0REVIEW"]
+
+
+async def test_concurrent_clicks_share_one_group_lookup(fake: FakeSlack) -> None:
+    groups = GroupResolver(make_client(BOT_TOKEN, fake.url))
+    found = await asyncio.gather(
+        *(groups.groups_of(user, ["U0BOSS", "S0REVIEW"]) for user in ["U0GROUPIE", "U0X"] * 5)
+    )
+    assert found == [("S0REVIEW",), ()] * 5
+    assert len(fake.ok_calls("usergroups.users.list")) == 1
+
+
+async def test_a_failed_group_lookup_is_not_cached(fake: FakeSlack) -> None:
+    groups = GroupResolver(make_client(BOT_TOKEN, fake.url))
+    with pytest.raises(SlackApiError):
+        await groups.members("S0NOSUCH")
+    fake.usergroups["S0NOSUCH"] = ["U0NEW"]
+    assert await groups.members("S0NOSUCH") == frozenset({"U0NEW"})
 
 
 @pytest.mark.parametrize("forgery", ["wrong-secret", "stale", "tampered"])

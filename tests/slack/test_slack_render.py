@@ -20,6 +20,7 @@ from platforms.slack import ids
 from platforms.slack.render import (
     BLOCKS_BUDGET,
     MAX_OTHER_TEXT,
+    Message,
     blocks_cost,
     form_view,
     other_view,
@@ -29,6 +30,11 @@ from platforms.slack.text import ELLIPSIS, cost, escape, fit, mention
 
 NASTY = '&<>"\\\n\t @!|*_~`😀\u0000\u202e\u2028x'
 OWN_MENTIONS = re.compile(r"<@[UW][A-Z0-9]+>|<!subteam\^S[A-Z0-9]+>")
+
+
+def block_dicts(message: Message) -> list[dict[str, Any]]:
+    """The blocks as Slack receives them; ``to_dict`` raises if one is invalid."""
+    return [b.to_dict() for b in message.blocks]
 
 
 def texts(max_size: int) -> st.SearchStrategy[str]:
@@ -104,7 +110,7 @@ def assert_inert(rendered: str) -> None:
 def check_all(qs: QuestionSet, other: str, user: str) -> None:
     for record in statuses(qs, other, user):
         message = render_message(record)
-        dicts = message.block_dicts()  # raises SlackObjectFormationError if invalid
+        dicts = block_dicts(message)  # raises SlackObjectFormationError if invalid
         assert blocks_cost(message.blocks) <= BLOCKS_BUDGET < BLOCKS_JSON_LIMIT
         assert _check_message({"text": message.text, "blocks": dicts}) is None
         assert_inert(json.dumps(dicts, ensure_ascii=False) + message.text)
@@ -159,7 +165,7 @@ def test_mentions_and_links_from_the_model_are_inert() -> None:
         ("a & b", "<!subteam^S1>"),
     )
     message = render_message(record_for(qs))
-    raw = json.dumps(message.block_dicts()) + message.text
+    raw = json.dumps(block_dicts(message)) + message.text
     for bad in ("<!channel>", "<!here>", "<@U123>", "<https://", "<!everyone>", "<!subteam^S1>"):
         assert bad not in raw
     assert "&lt;!channel&gt;" in raw and "a &amp; b" in raw
@@ -183,7 +189,7 @@ def test_buttons_route_by_index_and_answers_keep_full_labels() -> None:
     long_label = "L" * MAX_LABEL
     qs = one_question_set("Pick", "H", (long_label, "d"), ("short", "d"))
     record = record_for(qs)
-    dicts: list[dict[str, Any]] = render_message(record).block_dicts()
+    dicts: list[dict[str, Any]] = block_dicts(render_message(record))
     buttons = [el for b in dicts if b["type"] == "actions" for el in b["elements"]]
     assert [b["action_id"] for b in buttons] == [
         ids.pick_action(record.id, 0, 0),
@@ -195,12 +201,16 @@ def test_buttons_route_by_index_and_answers_keep_full_labels() -> None:
     assert ids.parse_action("askb:pick:x:0") is None
     assert ids.parse_action("askb:pick:bad id:0:1") is None
     assert ids.parse_action("other:pick:abc:0:1") is None
+    assert ids.parse_action("askb:pick:abc:0:\u00b2") is None  # a digit to isdigit, not to int
+    assert ids.parse_action("askb:answer:abc:0") is None
+    assert [ids.block_question(b) for b in ("q0.pick", "q3.other", "q1.text")] == [0, 3, 1]
+    assert ids.block_question("x0.pick") is None and ids.block_question("q.pick") is None
 
 
 def test_rerenders_use_fresh_block_ids() -> None:
     qs = one_question_set("Q", "H", ("a", "d"), ("b", "d"))
     record = record_for(qs)
-    first = {b["block_id"] for b in render_message(record).block_dicts()}
-    second = {b["block_id"] for b in render_message(record).block_dicts()}
+    first = {b["block_id"] for b in block_dicts(render_message(record))}
+    second = {b["block_id"] for b in block_dicts(render_message(record))}
     assert first.isdisjoint(second)
-    assert _check_blocks(render_message(record).block_dicts()) is None
+    assert _check_blocks(block_dicts(render_message(record))) is None

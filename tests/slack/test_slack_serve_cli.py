@@ -18,6 +18,8 @@ async def test_serve_without_redis_url_warns_that_its_store_is_empty(fake: FakeS
     assert "WARNING" in warning and "in-memory store" in warning and "no longer open" in warning
     ready = next(i for i, line in enumerate(serve.log) if "ready" in line)
     assert serve.log.index(warning) < ready  # said at start, before serving
+    (where,) = [line for line in serve.log if serve.url in line]  # the bound address, logged
+    assert "INFO" in where and serve.log.index(where) < ready
 
 
 async def test_serve_with_redis_url_does_not_warn(fake: FakeSlack, redis_srv: RedisServer) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sys
 import uuid
 from collections.abc import AsyncIterator
 
@@ -173,3 +174,73 @@ def test_rejected_question_set_exits_2_with_the_model_message(
     assert main(["ask", "--channel", "C1", "-"]) == 2
     err = capsys.readouterr().err
     assert "header" in err and "options" in err
+
+
+def test_deeply_nested_question_set_exits_2_with_the_model_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("[" * 100_000 + "]" * 100_000))
+    assert main(["ask", "--channel", "C1", "-"]) == 2
+    assert "nested too deeply" in capsys.readouterr().err
+
+
+def test_unknown_argument_exits_2_with_the_model_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arguments = {"questions": [q("Q?", "H", ["a", "b"])], "urgent": True}
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(arguments)))
+    assert main(["ask", "--channel", "C1", "-"]) == 2
+    assert "unknown argument 'urgent'" in capsys.readouterr().err
+
+
+def test_null_multiselect_is_taken_as_left_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenAI strict mode says "left out" with null: accepted, as from a provider. The question
+    set passes; the next check (no destination) is what stops this run."""
+    bare = [{**q("Q?", "H", ["a", "b"]), "multiSelect": None}]
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(bare)))
+    assert main(["ask", "-"]) == 1
+    assert "give --channel or --user" in capsys.readouterr().err
+
+
+def test_mcp_without_redis_refuses_http_mode_it_could_not_serve(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a shared store the MCP server handles its own clicks; over HTTP it would listen
+    on a local port Slack cannot reach, so it says what to set instead of hanging."""
+    for name in ("SLACK_APP_TOKEN", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "secret")
+    monkeypatch.setenv("ASK_BRIDGE_PLATFORM", "slack")
+    monkeypatch.setenv("ASK_BRIDGE_CHANNEL", "C1")
+    assert main(["mcp"]) == 2
+    err = capsys.readouterr().err
+    assert "ask-bridge mcp:" in err and "SLACK_APP_TOKEN" in err and "REDIS_URL" in err
+
+
+async def test_mcp_without_redis_serves_its_clicks_over_socket_mode(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    env = {
+        **standalone_env(fake),
+        "ASK_BRIDGE_PLATFORM": "slack",
+        "ASK_BRIDGE_CHANNEL": "C0SOCK",
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bridge.cli", "mcp",
+        env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        await fake.wait_for("apps.connections.open", within=30)
+        assert proc.stdin is not None
+        proc.stdin.close()  # the MCP client leaves: the server and its click loop stop
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert out == b""
