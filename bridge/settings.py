@@ -11,15 +11,10 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bridge.store.base import Store
+from bridge.store.base import DEFAULT_LEASE_TTL, DEFAULT_RETENTION, Store
 from bridge.store.keys import DEFAULT_PREFIX
 from bridge.store.memory import MemoryStore
-from bridge.store.redis import (
-    DEFAULT_LEASE_TTL,
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_RETENTION,
-    RedisStore,
-)
+from bridge.store.redis import DEFAULT_MAX_CONNECTIONS, RedisStore
 
 
 class EngineSettings(BaseSettings):

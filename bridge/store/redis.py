@@ -47,9 +47,9 @@ from redis.utils import str_if_bytes
 from bridge.aio import stop
 from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
-from bridge.store.base import DEFAULT_LEASE_TTL as DEFAULT_LEASE_TTL  # re-exported
-from bridge.store.base import DEFAULT_RETENTION as DEFAULT_RETENTION  # re-exported
 from bridge.store.base import (
+    DEFAULT_LEASE_TTL,
+    DEFAULT_RETENTION,
     Delivery,
     HistoryEvent,
     Store,
