@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
-from bridge.errors import ToolRejected
+from bridge.errors import InvalidQuestions
 from bridge.models import (
     MAX_DESCRIPTION,
     MAX_HEADER,
@@ -307,7 +307,7 @@ def _reject(problems: list[str]) -> NoReturn:
             f"- ... and {count - MAX_LISTED_PROBLEMS} more problems of the same kinds: fix those "
             "above the same way everywhere"
         )
-    raise ToolRejected("\n".join([head, *listed]))
+    raise InvalidQuestions("\n".join([head, *listed]))
 
 
 # -- the arguments object ------------------------------------------------------------------------
@@ -320,8 +320,8 @@ _MAX_NAMED = 5
 """Unknown argument names listed in a rejection; the rest are counted."""
 
 
-def _arguments_rejected(problem: str) -> ToolRejected:
-    return ToolRejected(f"The ask_user call was rejected: {problem}: {_EXPECTED}.")
+def _arguments_rejected(problem: str) -> InvalidQuestions:
+    return InvalidQuestions(f"The ask_user call was rejected: {problem}: {_EXPECTED}.")
 
 
 def questions_from_arguments(arguments: str | bytes | Mapping[str, Any] | None) -> object:
