@@ -9,10 +9,11 @@ durable ask, posts it, then:
   answers feed (render it with :func:`bridge.feed.render_delivery`).
 * ``mode="block"``: waits up to ``wait`` seconds. Answered -> the answers. Nobody answered ->
   ``on_timeout="defer"`` keeps the ask open and defers; ``on_timeout="error"`` closes it as expired,
-  re-renders it, and tells the model nobody answered (:class:`ToolRejected`).
-* The waiting call cancelled -> the ask is closed as cancelled and re-rendered (an answer that beat
-  the cancellation goes to the feed, even one the store had already handed to this call), and the
-  cancellation propagates.
+  re-renders it, and tells the model nobody answered (:class:`~bridge.errors.NotAnswered`).
+* A post the platform refuses -> :class:`~bridge.errors.PostFailed`; the ask is closed.
+* The call cancelled anywhere after the ask was created (posting, recording the message, waiting)
+  -> the ask is closed as cancelled and re-rendered (an answer that beat the cancellation goes to
+  the feed, even one the store had already handed to this call), and the cancellation propagates.
 
 Who re-renders the message: whoever made the change. The process whose ``store.submit`` returned
 ``ACCEPTED`` (the platform's click handler) re-renders the answered message; the handler
@@ -27,13 +28,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.ask import AskRecord, AskStatus, Destination, MessageRef
 from bridge.deferred import AskUserDeferred
-from bridge.errors import ToolRejected
+from bridge.errors import NotAnswered, PostFailed, ToolRejected
 from bridge.models import Answer, Question, QuestionSet
 from bridge.poster import Poster
 from bridge.store.base import Store
@@ -51,6 +53,15 @@ class AskPolicy(BaseModel):
     on_timeout: Literal["defer", "error"] = "defer"
     mode: Literal["block", "defer"] = "block"
     answerers: tuple[str, ...] = ()
+
+
+@dataclass
+class _Asking:
+    """One call's ask, and where it was posted once the poster said so (the store may not know
+    yet when a cancellation lands)."""
+
+    record: AskRecord
+    message: MessageRef | None = None
 
 
 def _duration(seconds: float) -> str:
@@ -93,41 +104,47 @@ class ChatHandler:
             deferred=policy.mode == "defer",
         )
         await self.store.create(record)
+        ask = _Asking(record)
         try:
-            message = await self.poster.post(record)
+            return await self._post_and_wait(ask)
         except asyncio.CancelledError:
-            await self.store.close(record.id, AskStatus.CANCELLED)
+            # wherever it lands after create -- posting, recording the message, re-rendering,
+            # waiting -- the ask must not stay pending with live controls
+            await self._cancelled(ask)
             raise
+
+    async def _post_and_wait(self, ask: _Asking) -> tuple[Answer, ...] | AskUserDeferred:
+        policy, record = self.policy, ask.record
+        try:
+            ask.message = await self.poster.post(record)
         except Exception as exc:
             await self.store.record_event(record.id, "post_failed", error=repr(exc)[:500])
-            await self.store.close(record.id, AskStatus.CANCELLED)
-            raise ToolRejected(
+            closed = await self.store.close(record.id, AskStatus.CANCELLED)
+            raise PostFailed(
                 f"could not show the questions in {self.destination.platform}: {exc}. "
-                "Nobody saw them; continue without the answers or try again later."
+                "Nobody saw them; continue without the answers or try again later.",
+                closed or record,
             ) from exc
-        known = await self.store.set_message(record.id, message)
+        known = await self.store.set_message(record.id, ask.message)
         if known is not None and known.status is not AskStatus.PENDING:
             # Ended before its message was known (a click right after the post, racing this
             # call): whoever ended it had no message to re-render, so this process does.
             await self._render(known)
         if policy.mode == "defer":
-            return self._deferred(record, message)
-        try:
-            done = await self.store.wait(record.id, policy.wait)
-            if done is None:
-                done = await self._timed_out(record)
-        except asyncio.CancelledError:
-            await self._cancelled(record.id)
-            raise
+            return self._deferred(record, ask.message)
+        done = await self.store.wait(record.id, policy.wait)
+        if done is None:
+            done = await self._timed_out(record)
         # no await from here on: an answer taken above is certainly returned (or deferred)
         if done.status is AskStatus.ANSWERED and done.answers is not None and not done.deferred:
             return done.answers
         if done.status is AskStatus.ANSWERED or done.deferred:
-            return self._deferred(done, message)
+            return self._deferred(done, ask.message)
         what = "expired" if done.status is AskStatus.EXPIRED else "were cancelled"
-        raise ToolRejected(
+        raise NotAnswered(
             f"nobody answered: the questions {what} before anyone answered. Continue without "
-            "the answers, or ask again if you still need them."
+            "the answers, or ask again if you still need them.",
+            done,
         )
 
     async def _timed_out(self, record: AskRecord) -> AskRecord:
@@ -136,9 +153,10 @@ class ChatHandler:
             closed = await self.store.close(record.id, AskStatus.EXPIRED)
             if closed is not None:
                 await self._render(closed)
-                raise ToolRejected(
+                raise NotAnswered(
                     f"nobody answered within {_duration(self.policy.wait)}; the questions are "
-                    "closed. Continue without the answers, or ask again later if you must."
+                    "closed. Continue without the answers, or ask again later if you must.",
+                    closed,
                 )
         # defer() is atomic with submit: an answer that just landed comes back, taken by us
         current = await self.store.defer(record.id)
@@ -148,19 +166,23 @@ class ChatHandler:
             return current.model_copy(update={"deferred": True})
         return current
 
-    async def _cancelled(self, ask_id: str) -> None:
+    async def _cancelled(self, ask: _Asking) -> None:
         """Close the ask as cancelled; if it was answered meanwhile, hand the answer to the feed.
 
         This call returns nothing, so an answer the store already handed to it -- even one its
         ``wait``/``defer`` took just before the cancellation landed, reply unread -- would be lost
         unless released: ``release`` moves it to the feed (only this cleanup calls it, so a call
-        that returned the answers never also feeds them).
+        that returned the answers never also feeds them). A cancellation that landed before the
+        store recorded the message still re-renders it, from the reference this call holds.
         """
-        closed = await self.store.close(ask_id, AskStatus.CANCELLED)
-        if closed is not None:
+        closed = await self.store.close(ask.record.id, AskStatus.CANCELLED)
+        if closed is None:
+            await self.store.release(ask.record.id)
+            return
+        if closed.message is None and ask.message is not None:
+            closed = closed.model_copy(update={"message": ask.message})
+        if closed.message is not None:  # never shown (cancelled while posting): nothing to update
             await self._render(closed)
-        else:
-            await self.store.release(ask_id)
 
     async def _render(self, record: AskRecord) -> None:
         try:

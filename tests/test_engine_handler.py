@@ -12,7 +12,7 @@ from engine_fixtures import StoreFactory, new_record, questions
 
 from bridge.ask import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.deferred import AskUserDeferred
-from bridge.errors import ToolRejected
+from bridge.errors import NotAnswered, PostFailed, ToolRejected
 from bridge.feed import render_delivery
 from bridge.handler import AskPolicy, ChatHandler
 from bridge.memory_poster import MemoryPoster
@@ -275,3 +275,51 @@ async def test_an_ask_answered_before_its_message_is_known_is_still_rerendered(
     (ask_id,) = {r.id for r in poster.posts}
     (rendered,) = poster.updated(ask_id)
     assert rendered.status is AskStatus.ANSWERED and rendered.message is not None
+
+
+@pytest.mark.parametrize("recorded", [False, True], ids=["before-recording", "after-recording"])
+async def test_cancelled_while_recording_the_message_closes_and_rerenders(
+    store: Store, recorded: bool
+) -> None:
+    """The cancellation lands between the post and the wait, while ``set_message`` is in flight
+    (before or after the store took it): the ask must not stay pending with live controls."""
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=30))
+    real_set_message = store.set_message
+    reached = asyncio.Event()
+
+    async def stalled_set_message(ask_id: str, message: MessageRef) -> AskRecord | None:
+        if recorded:
+            await real_set_message(ask_id, message)
+        reached.set()
+        await asyncio.Event().wait()  # the cancellation lands here
+        raise AssertionError("unreachable")
+
+    store.set_message = stalled_set_message  # type: ignore[method-assign]
+    try:
+        call = asyncio.create_task(handler(QS, {}))
+        await reached.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    finally:
+        store.set_message = real_set_message  # type: ignore[method-assign]
+    (posted,) = poster.posts
+    record = await store.get(posted.id)
+    assert record is not None and record.status is AskStatus.CANCELLED
+    (update,) = poster.updated(posted.id)
+    assert update.status is AskStatus.CANCELLED and update.message is not None
+    assert (await store.submit(posted.id, ALICE, ANSWERS)).outcome is SubmitOutcome.CLOSED
+
+
+async def test_errors_tell_how_the_ask_ended(store: Store) -> None:
+    """Callers tell "nobody answered" from a failed post by type, with the record it ended as."""
+    handler = ChatHandler(MemoryPoster(), store, DEST, AskPolicy(wait=0, on_timeout="error"))
+    with pytest.raises(NotAnswered) as ended:
+        await handler(QS, {})
+    assert ended.value.record.status is AskStatus.EXPIRED
+    failing = MemoryPoster(fail_post=RuntimeError("channel_not_found"))
+    with pytest.raises(PostFailed) as failed:
+        await ChatHandler(failing, store, DEST)(QS, {})
+    assert failed.value.record.status is AskStatus.CANCELLED
+    assert failed.value.record.message is None
