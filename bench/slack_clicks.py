@@ -30,10 +30,10 @@ from payloads import SIGNING_SECRET, block_actions, form_body, signed  # noqa: E
 from procs import Serve, cli_env  # noqa: E402
 from samples import one_question_set  # noqa: E402
 
+from bridge import routing  # noqa: E402
 from bridge.ask import AskRecord, Destination, Responder  # noqa: E402
 from bridge.models import Answer, QuestionSet  # noqa: E402
 from bridge.store.redis import RedisStore  # noqa: E402
-from platforms.slack import ids  # noqa: E402
 from platforms.slack.client import make_client  # noqa: E402
 from platforms.slack.poster import SlackPoster  # noqa: E402
 
@@ -84,7 +84,7 @@ async def engine(a: RedisStore, b: RedisStore, poster: SlackPoster, n: int) -> l
 def click_for(fake: FakeSlack, record: AskRecord) -> str:
     assert record.message is not None
     ref = record.message
-    action = ids.pick_action(record.id, 0, 0)
+    action = routing.pick_id(record.id, 0, 0)
     payload = block_actions(fake, ref.channel, ref.message_id, "U0BENCH", action)
     return form_body(payload)
 

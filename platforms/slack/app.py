@@ -1,160 +1,125 @@
-"""The Bolt app: clicks and modal submissions, judged by the store, explained to the person.
+"""The Bolt app: Slack's clicks and modal submissions translated for the answering layer.
 
-Every process holds no state of its own: a click is routed by the ask id in its ``action_id`` and
-judged by ``Store.submit``, so it works after a restart and on whichever replica Slack picks. Every
-click whose verdict finds the ask answered re-renders the message (the accepting one, and any later
-one, in case the accepting attempt never got to); every refusal gets an ephemeral explanation (or,
-inside a modal, an error or notice there) and changes nothing.
+Everything about judging a click -- who may answer, building answers from indices, the store's
+verdict, the re-render rule, the words of a refusal -- is :class:`bridge.answering.Answering`'s.
+This module only turns Slack payloads into plain values and verdicts back into Slack responses,
+within Slack's timing rules:
 
-Timing: buttons are acknowledged first and worked on after, in a task of their own. A button
-that opens a modal prepares it within :attr:`Interactions.fast_path` seconds or opens a loading
-modal at once and fills it in with ``views.update``, so ``views.open`` always lands inside the
-3-second ``trigger_id`` window. A modal submission is judged before its ack, bounded by
-:attr:`Interactions.submit_budget`, so that errors (incomplete form, store down) show in the modal
-with the person's input kept.
+* A button click is judged *before* its ack when the store answers within the answering layer's
+  budget (so a 200 for an accepting click means the answer is stored); a slow store falls back to
+  ack-then-judge and the person is told the outcome by an ephemeral message.
+* A button that opens a modal prepares it within :attr:`Interactions.fast_path` seconds or opens a
+  loading modal at once and fills it in with ``views.update``, so ``views.open`` always lands inside
+  the 3-second ``trigger_id`` window.
+* A modal submission is judged before its ack, bounded by :attr:`Interactions.submit_budget`, so
+  that errors (incomplete form, store down) show in the modal with the person's input kept.
+
+Payloads of odd shape (a signed request from a misbehaving client) are acknowledged and logged in
+one line, never raised.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.ask import AskRecord, AskStatus, Responder
-from bridge.models import Answer
-from bridge.store.base import Store, SubmitOutcome, SubmitResult
-from platforms.slack import ids, replies
+from bridge import routing
+from bridge.answering import Answering, Caller, Outcome, Picks, Verdict
+from bridge.replies import BAD_CONTROL, TRY_AGAIN
+from bridge.store.base import Store
+from platforms.slack import ids
 from platforms.slack.groups import GroupResolver
 from platforms.slack.poster import SlackPoster
-from platforms.slack.render import (
-    MAX_OTHER_TEXT,
-    form_view,
-    loading_view,
-    notice_view,
-    one_click,
-    other_view,
-)
+from platforms.slack.render import REPLIES, form_view, loading_view, notice_view, other_view
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-
-class StoreUnavailable(Exception):
-    """The store (or a lookup the judgement needs) failed: nothing was changed."""
-
-
-@dataclass(frozen=True)
-class Picks:
-    """One question's part of a submitted modal: chosen option indices and typed text."""
-
-    selected: tuple[int, ...] = ()
-    text: str | None = None
 
 
 @dataclass
 class Interactions:
-    store: Store
-    poster: SlackPoster
-    groups: GroupResolver
+    answering: Answering
     fast_path: float = 1.0
     submit_budget: float = 2.0
-    store_timeout: float = 5.0
-    _log: logging.Logger = field(default=log, repr=False)
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run a click's work after its ack has gone out; kept referenced until done, and any
-        failure logged (nobody awaits the task, so it would otherwise be lost)."""
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            self._log.error("a click's work failed", exc_info=task.exception())
-
-    async def drain(self, within: float = 5.0) -> None:
-        """Let clicks in progress finish (store verdict, re-render, explanation) on shutdown."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=within)
 
     def register(self, app: AsyncApp) -> None:
-        async def on_action(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
-            await ack()
-            self._spawn(self.on_action(body, client))
-
-        app.action(ids.ACTION_PATTERN)(on_action)
+        app.action(ids.ACTION_PATTERN)(self.on_action)
         app.view(ids.FORM_CALLBACK)(self.on_view)
         app.view(ids.OTHER_CALLBACK)(self.on_view)
 
+    async def drain(self, within: float = 5.0) -> None:
+        """Let clicks in progress finish (verdict, re-render, explanation) on shutdown."""
+        await self.answering.drain(within)
+
     # -- buttons --------------------------------------------------------------------------
 
-    async def on_action(self, body: dict[str, Any], client: AsyncWebClient) -> None:
-        actions = body.get("actions") or [{}]
-        route = ids.parse_action(str(actions[0].get("action_id", "")))
-        user = body.get("user") or {}
-        channel = (body.get("channel") or {}).get("id")
-        message = body.get("message") or {}
-        reply = Reply(client, channel, str(user.get("id", "")), message.get("thread_ts"))
-        if route is None or not reply.user:
+    async def on_action(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        click = _Click.read(body)
+        if click is None:
+            log.warning("ignored a block action of unexpected shape")
+            await ack()
             return
-        if route.kind == "pick":
-            await self._pick(route, user, reply)
-        else:
+        reply = Reply(client, click.channel, click.who.user_id, click.thread)
+        try:
+            route = routing.parse(click.action_id)
+        except routing.BadRoute:
+            log.warning("ignored a malformed action id from %s", click.who.user_id)
+            await ack()
+            self.answering.spawn(reply(BAD_CONTROL))
+            return
+        if route is None:
+            await ack()
+            return
+        if route.kind != "pick":
+            await ack()
             meta = ids.ModalMeta(
                 route.ask_id,
-                channel=channel,
-                thread=message.get("thread_ts"),
+                channel=click.channel,
+                thread=click.thread,
                 question=route.question if route.kind == "other" else None,
             )
-            await self._open(client, str(body.get("trigger_id", "")), meta, user, reply)
+            self.answering.spawn(self._open(client, click.trigger_id, meta, click.who, reply))
+            return
 
-    async def _pick(self, route: ids.Route, user: dict[str, Any], reply: Reply) -> None:
-        try:
-            record = await self._guard(self.store.get(route.ask_id))
-            if record is None:
-                return await reply(replies.GONE)
-            questions = record.questions.questions
-            if route.question >= len(questions) or not one_click(record):
-                return await reply(replies.GONE)
-            question = questions[route.question]
-            if route.option >= len(question.options):
-                return await reply(replies.GONE)
-            label = question.options[route.option].label
-            answer = Answer(question=question.question, selected=(label,))
-            who = await self._responder(record, user)
-            result = await self._guard(self.store.submit(record.id, who, [answer]))
-        except StoreUnavailable:
-            return await reply(replies.TRY_AGAIN)
-        await self._settle(result, reply)
+        async def late(verdict: Verdict) -> None:
+            if verdict.explain:
+                await reply(verdict.explain)
+
+        answering = self.answering
+        judging = answering.pick(route.ask_id, route.question, route.option, click.who)
+        verdict = await answering.in_time(judging, ack=ack, late=late)
+        if verdict is None:  # acknowledged already; ``late`` tells the person
+            return
+        await ack()
+        answering.settle(verdict)
+        if verdict.explain:
+            answering.spawn(reply(verdict.explain))
 
     async def _open(
         self,
         client: AsyncWebClient,
         trigger_id: str,
         meta: ids.ModalMeta,
-        user: dict[str, Any],
+        who: Caller,
         reply: Reply,
     ) -> None:
-        work = asyncio.ensure_future(self._prepare(meta, user))
+        work = asyncio.ensure_future(self._prepare(meta, who))
         done, _ = await asyncio.wait({work}, timeout=self.fast_path)
         if done:
             view, refusal = work.result()
             if view is None:
-                return await reply(refusal or replies.GONE)
+                return await reply(refusal or "")
             await client.views_open(trigger_id=trigger_id, view=view)
             return None
         opened = await client.views_open(trigger_id=trigger_id, view=loading_view())
         view, refusal = await work
-        shown = view or notice_view(refusal or replies.GONE)
+        shown = view or notice_view(refusal or "")
         await client.views_update(
             view_id=opened["view"]["id"], hash=opened["view"]["hash"], view=shown
         )
@@ -162,116 +127,46 @@ class Interactions:
             await reply(refusal)
         return None
 
-    async def _prepare(
-        self, meta: ids.ModalMeta, user: dict[str, Any]
-    ) -> tuple[View | None, str | None]:
+    async def _prepare(self, meta: ids.ModalMeta, who: Caller) -> tuple[View | None, str | None]:
         """The modal to show, or why there is none."""
-        try:
-            record = await self._guard(self.store.get(meta.ask_id))
-            if record is None:
-                return None, replies.GONE
-            ended = replies.ended(record)
-            if ended:
-                return None, ended
-            who = await self._responder(record, user)
-            if not record.may_answer(who):
-                return None, replies.not_allowed(record)
-            await self._guard(self.store.record_event(record.id, "opened", user_id=who.user_id))
-        except StoreUnavailable:
-            return None, replies.TRY_AGAIN
+        verdict = await self.answering.open_form(meta.ask_id, who, meta.question)
+        self.answering.settle(verdict)
+        if verdict.outcome is not Outcome.OPEN or verdict.record is None:
+            return None, verdict.explain
         if meta.question is not None:
-            if meta.question >= len(record.questions.questions):
-                return None, replies.GONE
-            return other_view(record, meta), None
-        return form_view(record, meta), None
+            return other_view(verdict.record, meta), None
+        return form_view(verdict.record, meta), None
 
     # -- modal submissions ----------------------------------------------------------------
 
     async def on_view(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
-        view = body.get("view") or {}
+        view = _dict(body.get("view"))
         meta = ids.ModalMeta.load(view.get("private_metadata"))
-        user = body.get("user") or {}
-        if meta is None or not user.get("id"):
+        who = _caller(body.get("user"))
+        if meta is None or who is None:
+            log.warning("ignored a view submission of unexpected shape")
             await ack()
             return
-        picks, errors = read_form(((view.get("state") or {}).get("values")) or {})
-        if errors:
-            await ack(response_action="errors", errors=errors)
-            return
+        inputs = _input_blocks(view)
+        values = _dict(_dict(view.get("state")).get("values"))
+        judging = self.answering.submit_form(meta.ask_id, who, read_form(values))
         try:
-            result = await asyncio.wait_for(self._submit(meta, user, picks), self.submit_budget)
-        except (StoreUnavailable, TimeoutError):
-            first = next(iter(_input_blocks(view)), ids.text_block(0))
-            await ack(response_action="errors", errors={first: replies.TRY_AGAIN})
+            verdict = await asyncio.wait_for(judging, self.submit_budget)
+        except TimeoutError:
+            verdict = None
+        if verdict is None or verdict.outcome is Outcome.UNAVAILABLE:
+            first = inputs[0] if inputs else ids.text_block(0)
+            await ack(response_action="errors", errors={first: TRY_AGAIN})
             return
-        refusal = replies.refusal(result.outcome, result.record)
-        if refusal is None or result.outcome is SubmitOutcome.REPEATED:
+        if verdict.outcome is Outcome.INVALID and verdict.problems:
+            await ack(response_action="errors", errors=_field_errors(verdict, inputs))
+            return
+        if verdict.stands or not verdict.explain:
             await ack()
         else:
-            await ack(response_action="update", view=notice_view(refusal))
-        self._spawn(self._settle(result, None))
+            await ack(response_action="update", view=notice_view(verdict.explain))
+        self.answering.settle(verdict)
 
-    async def _submit(
-        self, meta: ids.ModalMeta, user: dict[str, Any], picks: dict[int, Picks]
-    ) -> SubmitResult:
-        record = await self._guard(self.store.get(meta.ask_id))
-        if record is None:
-            return SubmitResult(SubmitOutcome.NOT_FOUND, None)
-        answers = []
-        for i, q in enumerate(record.questions.questions):
-            got = picks.get(i, Picks())
-            labels = [q.options[o].label for o in sorted(set(got.selected)) if o < len(q.options)]
-            if not q.multiSelect:
-                labels = labels[:1]
-            answers.append(Answer(question=q.question, selected=tuple(labels), other_text=got.text))
-        who = await self._responder(record, user)
-        return await self._guard(self.store.submit(record.id, who, answers))
-
-    # -- shared ---------------------------------------------------------------------------
-
-    async def _settle(self, result: SubmitResult, reply: Reply | None) -> None:
-        """Re-render when the ask is answered, whatever the verdict; explain anything else.
-
-        Not only the accepting click re-renders: the store may have committed an earlier attempt
-        whose click timed out here ("try again"), so nobody re-rendered it, and the message keeps
-        its controls. The retry comes back ``REPEATED`` (same answer) or ``ALREADY_ANSWERED``
-        (changed their mind), and anyone else's click on the stale controls ``ALREADY_ANSWERED``
-        too. ``chat.update`` of the final state (from the stored record) is idempotent, so
-        rendering again is harmless when someone already did; and it is one update per click,
-        never a loop, so there is no storm: once rendered, the message has nothing to click."""
-        record = result.record
-        if record is not None and record.status is AskStatus.ANSWERED:
-            try:
-                await self.poster.update(record)
-            except Exception:  # the answer stands; a Slack or network failure is only logged
-                self._log.exception("answer stored but the message could not be re-rendered")
-        if result.outcome is SubmitOutcome.ACCEPTED:
-            return
-        text = replies.refusal(result.outcome, result.record)
-        if reply is not None and text:
-            await reply(text)
-
-    async def _responder(self, record: AskRecord, user: dict[str, Any]) -> Responder:
-        user_id = str(user.get("id", ""))
-        name = user.get("name") or user.get("username")
-        groups: tuple[str, ...] = ()
-        if record.answerers and user_id not in record.answerers:
-            try:
-                groups = await self.groups.groups_of(user_id, record.answerers)
-            except SlackApiError as exc:
-                self._log.warning("user-group lookup failed: %s", exc)
-                raise StoreUnavailable("user groups unavailable") from exc
-        return Responder(user_id=user_id, name=str(name) if name else None, groups=groups)
-
-    async def _guard(self, op: Coroutine[Any, Any, T]) -> T:
-        """Run a store operation; any failure means "unavailable", never a half-done click."""
-        try:
-            return await asyncio.wait_for(op, self.store_timeout)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self._log.warning("store unavailable: %r", exc)
-            raise StoreUnavailable(str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -284,7 +179,7 @@ class Reply:
     thread: str | None
 
     async def __call__(self, text: str) -> None:
-        if not self.channel:
+        if not self.channel or not text:
             return
         try:
             await self.client.chat_postEphemeral(
@@ -294,30 +189,96 @@ class Reply:
             log.exception("could not send an ephemeral explanation")
 
 
-def read_form(values: dict[str, Any]) -> tuple[dict[int, Picks], dict[str, str]]:
-    """Each question's picks from a modal's ``state.values``, or errors keyed by block id."""
+@dataclass(frozen=True)
+class _Click:
+    """The parts of a ``block_actions`` payload a click needs, checked for shape."""
+
+    action_id: str
+    who: Caller
+    channel: str | None
+    thread: str | None
+    trigger_id: str
+
+    @classmethod
+    def read(cls, body: dict[str, Any]) -> _Click | None:
+        actions = body.get("actions")
+        first = actions[0] if isinstance(actions, list) and actions else None
+        action_id = first.get("action_id") if isinstance(first, dict) else None
+        who = _caller(body.get("user"))
+        if not isinstance(action_id, str) or who is None:
+            return None
+        message = _dict(body.get("message"))
+        return cls(
+            action_id=action_id,
+            who=who,
+            channel=_str(_dict(body.get("channel")).get("id")),
+            thread=_str(message.get("thread_ts")),
+            trigger_id=_str(body.get("trigger_id")) or "",
+        )
+
+
+def _caller(user: object) -> Caller | None:
+    """Who clicked; ``None`` unless the payload's ``user`` is an object with a string id."""
+    if not isinstance(user, dict):
+        return None
+    user_id = _str(user.get("id"))
+    if not user_id:
+        return None
+    name = _str(user.get("name")) or _str(user.get("username"))
+    return Caller(user_id=user_id, name=name)
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def read_form(values: dict[str, Any]) -> dict[int, Picks]:
+    """Each question's picks from a modal's ``state.values`` (our block ids ``q{i}.pick`` and
+    ``q{i}.other``), as sent: the answering layer checks them against the question set. An option
+    value that is not an index becomes ``-1``, which it refuses as out of range."""
     picks: dict[int, Picks] = {}
-    errors: dict[str, str] = {}
     found = (ids.block_question(block) for block in values)
     for i in sorted({i for i in found if i is not None}):
-        pick = (values.get(ids.pick_block(i)) or {}).get(ids.PICK_ACTION) or {}
-        typed = (values.get(ids.text_block(i)) or {}).get(ids.TEXT_ACTION) or {}
-        chosen = [pick["selected_option"]] if pick.get("selected_option") else []
-        chosen += list(pick.get("selected_options") or [])
-        selected = tuple(int(o["value"]) for o in chosen if str(o.get("value", "")).isdigit())
-        text = (typed.get("value") or "").strip()[:MAX_OTHER_TEXT] or None
-        if not selected and text is None:
-            where = ids.pick_block(i) if ids.pick_block(i) in values else ids.text_block(i)
-            errors[where] = replies.NEED_ANSWER
-        elif text is not None and selected and pick.get("type") == "radio_buttons":
-            errors[ids.text_block(i)] = replies.NOT_BOTH
-        picks[i] = Picks(selected, text)
-    return picks, errors
+        pick = _dict(_dict(values.get(ids.pick_block(i))).get(ids.PICK_ACTION))
+        typed = _dict(_dict(values.get(ids.text_block(i))).get(ids.TEXT_ACTION))
+        chosen = [pick.get("selected_option")] if pick.get("selected_option") else []
+        many = pick.get("selected_options")
+        chosen += many if isinstance(many, list) else []
+        selected = tuple(_index(_dict(o).get("value")) for o in chosen)
+        picks[i] = Picks(selected, _str(typed.get("value")))
+    return picks
+
+
+def _index(value: object) -> int:
+    text = value if isinstance(value, str) else ""
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 3 else -1
 
 
 def _input_blocks(view: dict[str, Any]) -> list[str]:
-    blocks = view.get("blocks") or ()
-    return [str(b["block_id"]) for b in blocks if b.get("type") == "input" and "block_id" in b]
+    blocks = view.get("blocks")
+    found = blocks if isinstance(blocks, list) else []
+    return [
+        str(b["block_id"])
+        for b in found
+        if isinstance(b, dict) and b.get("type") == "input" and "block_id" in b
+    ]
+
+
+def _field_errors(verdict: Verdict, inputs: list[str]) -> dict[str, str]:
+    """The answering layer's problems, each on the modal field it is about (typed-text problems on
+    the text field; a question the modal does not show on its first field)."""
+    errors: dict[str, str] = {}
+    for i, problem in verdict.problems.items():
+        fields = (ids.pick_block(i), ids.text_block(i))
+        preferred = fields[::-1] if problem.typed else fields
+        where = next((b for b in preferred if b in inputs), inputs[0] if inputs else None)
+        if where is not None:
+            errors.setdefault(where, problem.text)
+    return errors
 
 
 def build_app(
@@ -332,21 +293,22 @@ def build_app(
     on shutdown). Without a signing secret (Socket Mode) HTTP request verification is off: Socket
     Mode payloads arrive over the app-token connection.
 
-    ``process_before_response``: Bolt answers as soon as a listener returns, instead of polling
-    for the ack every 10 ms; listeners ack first and hand slow work to :meth:`Interactions._spawn`
-    (modal submissions are judged before their ack, within ``submit_budget``)."""
+    ``process_before_response``: Bolt answers when a listener returns, so a listener that judges
+    a click before acking has the verdict stored before Slack sees the 200; slow work is handed
+    to :meth:`Answering.spawn`."""
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
         process_before_response=True,
     )
-    interactions = Interactions(
+    answering = Answering(
         store,
         SlackPoster(client),
-        GroupResolver(client),
-        fast_path=fast_path,
+        REPLIES,
+        membership=GroupResolver(client),
         store_timeout=store_timeout,
     )
+    interactions = Interactions(answering, fast_path=fast_path)
     interactions.register(app)
     return app, interactions

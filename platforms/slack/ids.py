@@ -1,8 +1,8 @@
-"""Routing ids: how a click or a modal finds its ask, question and option.
+"""Slack's own ids: modal callback and block ids, and what a modal carries in ``private_metadata``.
 
-Only the ask id and indices travel in ``action_id``, ``value``, ``callback_id`` and
-``private_metadata``, never visible text: labels may be cut for display, while the answer is built
-from the stored question set by index and keeps the full label. Every id fits Slack's 255 limit.
+Buttons carry the platform-neutral routing ids of :mod:`bridge.routing` as their ``action_id``;
+this module holds only what Slack's modals add. Like the routing ids, they carry the ask id and
+indices, never visible text.
 """
 
 from __future__ import annotations
@@ -10,16 +10,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal, cast
 
-PREFIX = "askb"
+from bridge import routing
 
-ActionKind = Literal["pick", "other", "answer"]
-INDICES: dict[ActionKind, int] = {"pick": 2, "other": 1, "answer": 0}
-"""Every action kind, and how many indices follow the ask id in its action id: ``pick``
-(question, option) answers with one click, ``other`` (question) and ``answer`` open a modal."""
-
-ACTION_PATTERN = re.compile(rf"^{PREFIX}:({'|'.join(INDICES)}):")
+ACTION_PATTERN = re.compile(rf"^{re.escape(routing.PREFIX)}:")
+"""Every action id of ours, malformed ones included, so a forged or stale one is explained."""
 FORM_CALLBACK = "askb:form"
 OTHER_CALLBACK = "askb:other"
 
@@ -27,20 +22,7 @@ OTHER_CALLBACK = "askb:other"
 PICK_ACTION = "pick"
 TEXT_ACTION = "text"
 
-_ASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_QUESTION_BLOCK = re.compile(r"^q([0-9]+)(?:\.|$)")
-
-
-def pick_action(ask_id: str, question: int, option: int) -> str:
-    return f"{PREFIX}:pick:{ask_id}:{question}:{option}"
-
-
-def other_action(ask_id: str, question: int) -> str:
-    return f"{PREFIX}:other:{ask_id}:{question}"
-
-
-def answer_action(ask_id: str) -> str:
-    return f"{PREFIX}:answer:{ask_id}"
+_QUESTION_BLOCK = re.compile(r"^q([0-9]{1,2})(?:\.|$)")
 
 
 def header_block(question: int) -> str:
@@ -59,27 +41,6 @@ def block_question(block_id: str) -> int | None:
     """The question index of one of our modal blocks (``q{i}.…``), or ``None``."""
     found = _QUESTION_BLOCK.match(block_id)
     return int(found.group(1)) if found else None
-
-
-@dataclass(frozen=True)
-class Route:
-    kind: ActionKind
-    ask_id: str
-    question: int = 0
-    option: int = 0
-
-
-def parse_action(action_id: str) -> Route | None:
-    """The route an action id encodes, or ``None`` if it is not one of ours or is malformed."""
-    parts = action_id.split(":")
-    if len(parts) < 3 or parts[0] != PREFIX or not _ASK_ID.match(parts[2]):
-        return None
-    kind, ask_id, rest = cast(ActionKind, parts[1]), parts[2], parts[3:]
-    if INDICES.get(kind) != len(rest) or not all(
-        p.isascii() and p.isdigit() and len(p) < 3 for p in rest
-    ):
-        return None
-    return Route(kind, ask_id, *(int(p) for p in rest))
 
 
 @dataclass(frozen=True)
@@ -105,7 +66,7 @@ class ModalMeta:
             data = json.loads(raw or "")
         except ValueError:
             return None
-        if not isinstance(data, dict) or not _ASK_ID.match(str(data.get("a", ""))):
+        if not isinstance(data, dict) or not routing.ASK_ID.match(str(data.get("a", ""))):
             return None
         question = data.get("q")
         return cls(

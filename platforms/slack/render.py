@@ -35,19 +35,19 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
+from bridge import routing
+from bridge.answering import MAX_TYPED, one_click
 from bridge.ask import AskRecord, AskStatus
 from bridge.models import Answer, Question
+from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
 from platforms.slack import ids
 from platforms.slack.text import ELLIPSIS, fit, mention, one_line
 
 BLOCKS_BUDGET = 12_000
 """Upper bound for a message's block JSON (UTF-16 units); Slack rejects about 13.2k."""
 
-MAX_OTHER_TEXT = 2000
-"""Longest typed answer accepted in the ``Other…`` field (Slack allows up to 3000)."""
-
-MAX_ANSWERERS_SHOWN = 10
-"""Answerers named on a message or in a refusal; the rest are counted or left out."""
+REPLIES = Replies(mention=mention)
+"""The answering layer's words, with Slack's mentions."""
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,6 @@ def blocks_cost(blocks: Sequence[Block]) -> int:
     return len(raw.encode("utf-16-le")) // 2
 
 
-def one_click(record: AskRecord) -> bool:
-    """The simplest shape: a single single-select question, answered by one button."""
-    qs = record.questions.questions
-    return len(qs) == 1 and not qs[0].multiSelect
-
-
 def asker(record: AskRecord) -> str:
     name = record.context.get("asker") or record.context.get("agent") or "An agent"
     return fit(one_line(str(name)), 80)
@@ -115,16 +109,16 @@ def _message(record: AskRecord, caps: Caps) -> Message:
         else:
             body += "\n" + _options_text(q, caps)
         blocks.append(SectionBlock(block_id=f"{rid}.q{i}", text=MarkdownTextObject(text=body)))
-        if status is AskStatus.PENDING and one_click(record):
+        if status is AskStatus.PENDING and one_click(record.questions):
             blocks.append(_buttons(record.id, i, q, caps, rid))
-    if status is AskStatus.PENDING and not one_click(record):
+    if status is AskStatus.PENDING and not one_click(record.questions):
         label = "Answer" if len(questions) == 1 else f"Answer {len(questions)} questions"
         button = ButtonElement(
-            text=label, action_id=ids.answer_action(record.id), value="answer", style="primary"
+            text=label, action_id=routing.answer_id(record.id), value="answer", style="primary"
         )
         blocks.append(ActionsBlock(block_id=f"{rid}.act", elements=[button]))
     if status is not AskStatus.PENDING:
-        outcome = MarkdownTextObject(text=_outcome_text(record))
+        outcome = MarkdownTextObject(text=REPLIES.outcome(record))
         blocks.append(ContextBlock(block_id=f"{rid}.end", elements=[outcome]))
     return Message(text=_fallback(record), blocks=blocks)
 
@@ -167,30 +161,14 @@ def _buttons(ask_id: str, qi: int, q: Question, caps: Caps, rid: str) -> Actions
     elements = [
         ButtonElement(
             text=PlainTextObject(text=fit(one_line(o.label), label_cap), emoji=False),
-            action_id=ids.pick_action(ask_id, qi, oi),
+            action_id=routing.pick_id(ask_id, qi, oi),
             value=f"{qi}:{oi}",
         )
         for oi, o in enumerate(q.options)
     ]
-    other = ButtonElement(text="Other…", action_id=ids.other_action(ask_id, qi), value=f"{qi}")
+    other = ButtonElement(text="Other…", action_id=routing.other_id(ask_id, qi), value=f"{qi}")
     elements.append(other)
     return ActionsBlock(block_id=f"{rid}.a{qi}", elements=elements)
-
-
-def answered_by(record: AskRecord) -> str:
-    """``answered by <@U…>`` (``answered`` when nobody is recorded): the message's outcome line
-    and the explanation a late click gets say it the same way."""
-    who = record.answered_by.user_id if record.answered_by else None
-    return f"answered by {mention(who)}" if who else "answered"
-
-
-def _outcome_text(record: AskRecord) -> str:
-    if record.status is AskStatus.ANSWERED:
-        text = answered_by(record)
-        return text[0].upper() + text[1:]
-    if record.status is AskStatus.EXPIRED:
-        return "⌛ Expired without an answer."
-    return "🚫 Cancelled."
 
 
 def _fallback(record: AskRecord) -> str:
@@ -272,7 +250,7 @@ def _text_input(qi: int, label: str, *, optional: bool, hint: str | None) -> Inp
         hint=hint,
         optional=optional,
         element=PlainTextInputElement(
-            action_id=ids.TEXT_ACTION, multiline=True, max_length=MAX_OTHER_TEXT
+            action_id=ids.TEXT_ACTION, multiline=True, max_length=MAX_TYPED
         ),
     )
 

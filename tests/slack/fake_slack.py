@@ -59,6 +59,7 @@ class FakeSlack:
     url: str = ""
     _triggers: dict[str, tuple[float, bool]] = field(default_factory=dict)
     _limited: dict[str, int] = field(default_factory=dict)
+    _failing: dict[str, str] = field(default_factory=dict)
     _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _changed: asyncio.Condition | None = None
     _runner: web.AppRunner | None = None
@@ -75,6 +76,10 @@ class FakeSlack:
 
     def rate_limit(self, method: str, retry_after: int = 0) -> None:
         self._limited[method] = retry_after
+
+    def fail_next(self, method: str, error: str = "internal_error") -> None:
+        """The next call of ``method`` fails with Slack's ``{"ok": false, "error": ...}``."""
+        self._failing[method] = error
 
     def ok_calls(self, method: str) -> list[dict[str, Any]]:
         return [c.args for c in self.calls if c.method == method and c.ok]
@@ -134,6 +139,10 @@ class FakeSlack:
         wanted = APP_TOKEN if method == "apps.connections.open" else BOT_TOKEN
         if token != wanted:
             return await self._answer(method, args, {"ok": False, "error": "invalid_auth"})
+        if method in self._failing:
+            return await self._answer(
+                method, args, {"ok": False, "error": self._failing.pop(method)}
+            )
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         if handler is None:
             return await self._answer(method, args, {"ok": False, "error": "unknown_method"})

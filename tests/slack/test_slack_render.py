@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from samples import one_question_set
 
+from bridge import routing
+from bridge.answering import MAX_TYPED
 from bridge.ask import AskRecord, AskStatus, Destination, Responder
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
 from platforms.slack import ids
 from platforms.slack.render import (
     BLOCKS_BUDGET,
-    MAX_OTHER_TEXT,
     Message,
     blocks_cost,
     form_view,
@@ -128,7 +129,7 @@ def check_all(qs: QuestionSet, other: str, user: str) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qs=question_sets(), other=texts(MAX_OTHER_TEXT), user=st.text(max_size=40))
+@given(qs=question_sets(), other=texts(MAX_TYPED), user=st.text(max_size=40))
 def test_every_rendering_is_valid_and_fits(qs: QuestionSet, other: str, user: str) -> None:
     check_all(qs, other, user)
 
@@ -154,7 +155,7 @@ def test_four_by_four_at_maximum_length_fits() -> None:
             ]
         }
     )
-    check_all(qs, worst[:MAX_OTHER_TEXT], "U0ANA")
+    check_all(qs, worst[:MAX_TYPED], "U0ANA")
 
 
 def test_mentions_and_links_from_the_model_are_inert() -> None:
@@ -192,17 +193,12 @@ def test_buttons_route_by_index_and_answers_keep_full_labels() -> None:
     dicts: list[dict[str, Any]] = block_dicts(render_message(record))
     buttons = [el for b in dicts if b["type"] == "actions" for el in b["elements"]]
     assert [b["action_id"] for b in buttons] == [
-        ids.pick_action(record.id, 0, 0),
-        ids.pick_action(record.id, 0, 1),
-        ids.other_action(record.id, 0),
+        routing.pick_id(record.id, 0, 0),
+        routing.pick_id(record.id, 0, 1),
+        routing.other_id(record.id, 0),
     ]
     assert buttons[0]["text"]["text"].endswith(ELLIPSIS) and len(buttons[0]["text"]["text"]) <= 75
-    assert ids.parse_action(buttons[0]["action_id"]) == ids.Route("pick", record.id, 0, 0)
-    assert ids.parse_action("askb:pick:x:0") is None
-    assert ids.parse_action("askb:pick:bad id:0:1") is None
-    assert ids.parse_action("other:pick:abc:0:1") is None
-    assert ids.parse_action("askb:pick:abc:0:\u00b2") is None  # a digit to isdigit, not to int
-    assert ids.parse_action("askb:answer:abc:0") is None
+    assert routing.parse(buttons[0]["action_id"]) == routing.Route("pick", record.id, 0, 0)
     assert [ids.block_question(b) for b in ("q0.pick", "q3.other", "q1.text")] == [0, 3, 1]
     assert ids.block_question("x0.pick") is None and ids.block_question("q.pick") is None
 

@@ -16,9 +16,10 @@ from fake_socket import FakeSocketMode
 from payloads import block_actions, find_action, form_values, radio, view_submission
 from procs import Agent, cli_env
 
+from bridge import replies
 from bridge.cli import main
 from bridge.store.memory import MemoryStore
-from platforms.slack import SlackPlatform, replies
+from platforms.slack import SlackPlatform
 from platforms.slack.settings import SlackSettings
 
 

@@ -1,0 +1,365 @@
+"""The way back: a person's click, judged and turned into a verdict, the same on every platform.
+
+::
+
+    person clicks -> platform adapter -> Answering -> store.submit (atomic) -> waiting call wakes
+                     (parse its payload,  (who is it, may they answer, build the answers
+                      ack within 3 s)      from indices, verdict, explanation, re-render)
+
+A platform (Slack's Bolt listeners, Discord's components) parses its own payload into plain
+values -- ask id and indices from :mod:`bridge.routing`, the clicker as a :class:`Caller` -- and
+calls :meth:`Answering.pick`, :meth:`Answering.open_form` or :meth:`Answering.submit_form`. Each
+returns a :class:`Verdict`: the record, whether the message must be re-rendered, and what to tell
+the person privately (``None`` when their answer was accepted). Every failure to reach the store
+becomes ``UNAVAILABLE`` ("nothing changed, try again"), never an exception.
+
+Rules that live here so every platform follows them:
+
+* **Who may answer**: :meth:`AskRecord.may_answer` (the store repeats the check atomically); a
+  platform supplies group membership (Slack user groups via :class:`Membership`, Discord roles
+  read from the interaction as :attr:`Caller.groups`).
+* **Complete answers only**: a form is checked against the stored question set before anything is
+  submitted -- every question answered (an option or typed text), option indices in range, at most
+  one option (and not also typed text) for a single-select question, typed text bounded.
+* **Re-render rule**: every verdict that finds the ask ended re-renders its message (not only the
+  accepting click: an earlier attempt may have committed while its click timed out here, so
+  nobody re-rendered it). :meth:`Answering.settle` does it in the background.
+* **Verdict before acknowledgement**: :meth:`Answering.in_time` judges a click within a budget
+  well under the platforms' 3 seconds, so the answer is stored before the platform's ack goes out;
+  only a slow store falls back to ack-then-judge, and then the person is told the outcome later.
+* **Background work** after the ack (re-render, explanations) is tracked and drained on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+from bridge import replies
+from bridge.ask import AskRecord, AskStatus, Responder
+from bridge.models import Answer, QuestionSet
+from bridge.poster import Poster
+from bridge.replies import Replies
+from bridge.store.base import Store
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+MAX_TYPED = 2000
+"""Longest typed answer accepted (Slack's text input allows 3000, Discord's 4000)."""
+
+
+def one_click(questions: QuestionSet) -> bool:
+    """The simplest shape, answered by one button: a single single-select question. Every other
+    shape is answered through a form."""
+    qs = questions.questions
+    return len(qs) == 1 and not qs[0].multiSelect
+
+
+class Membership(Protocol):
+    """A platform's lookup of group membership (Slack user groups)."""
+
+    async def groups_of(self, user_id: str, candidates: Sequence[str]) -> tuple[str, ...]:
+        """The ids among ``candidates`` that are groups ``user_id`` belongs to."""
+        ...
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who clicked. ``groups``: the memberships the platform already knows from the interaction
+    (Discord roles); ``None`` means "look them up" through the :class:`Membership`."""
+
+    user_id: str
+    name: str | None = None
+    groups: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Picks:
+    """One question's part of a submitted form: chosen option indices and typed text."""
+
+    selected: tuple[int, ...] = ()
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a form's answer to one question cannot be taken. ``typed``: the problem is with the
+    typed text (a platform shows it on that field), else with the choice."""
+
+    text: str
+    typed: bool = False
+
+
+class Outcome(StrEnum):
+    """The store's verdicts (:class:`SubmitOutcome`) and the answering layer's own."""
+
+    ACCEPTED = "accepted"
+    REPEATED = "repeated"
+    ALREADY_ANSWERED = "already_answered"
+    CLOSED = "closed"
+    NOT_ALLOWED = "not_allowed"
+    NOT_FOUND = "not_found"
+    OPEN = "open"  # a form may be shown: render ``record``
+    INVALID = "invalid"  # the click or form does not fit the question set; nothing changed
+    UNAVAILABLE = "unavailable"  # the store (or a membership lookup) failed; nothing changed
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    record: AskRecord | None
+    explain: str | None
+    """What to tell the person privately; ``None`` when their answer was accepted."""
+    rerender: bool
+    """The ask has ended: the message must show its final state (see :meth:`Answering.settle`)."""
+    problems: Mapping[int, Problem] = field(default_factory=dict)
+    """``INVALID`` forms: what is wrong with each question, by index."""
+
+    @property
+    def stands(self) -> bool:
+        """The person's answer is the ask's answer (accepted now, or earlier: repeated)."""
+        return self.outcome in (Outcome.ACCEPTED, Outcome.REPEATED)
+
+
+class Unavailable(Exception):
+    """A store operation or lookup failed or timed out inside a judgement: nothing changed."""
+
+
+class Answering:
+    """Judges clicks on asks of one platform: ``store`` for state, ``poster`` to re-render,
+    ``replies`` for the words, ``membership`` for group lookups (``None``: only direct ids and
+    :attr:`Caller.groups` count)."""
+
+    def __init__(
+        self,
+        store: Store,
+        poster: Poster,
+        replies: Replies,
+        *,
+        membership: Membership | None = None,
+        store_timeout: float = 5.0,
+        ack_budget: float = 1.5,
+    ) -> None:
+        self.store = store
+        self.poster = poster
+        self.replies = replies
+        self.membership = membership
+        self.store_timeout = store_timeout
+        self.ack_budget = ack_budget
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- judging ------------------------------------------------------------------------------
+
+    async def pick(self, ask_id: str, question: int, option: int, who: Caller) -> Verdict:
+        """A one-click answer: option ``option`` of question ``question``."""
+        try:
+            record = await self._guard(self.store.get(ask_id))
+            if record is None:
+                return self._verdict(Outcome.NOT_FOUND, None)
+            qs = record.questions.questions
+            if (
+                not one_click(record.questions)
+                or question >= len(qs)
+                or option >= len(qs[question].options)
+            ):
+                return self._invalid(record, replies.BAD_CONTROL)
+            q = qs[question]
+            answer = Answer(question=q.question, selected=(q.options[option].label,))
+            return await self._submit(record, who, [answer])
+        except Unavailable:
+            return self._verdict(Outcome.UNAVAILABLE, None)
+
+    async def open_form(self, ask_id: str, who: Caller, question: int | None = None) -> Verdict:
+        """May ``who`` open the answer form (of one question, or of the whole set)? ``OPEN`` with
+        the record to render, or the refusal."""
+        try:
+            record = await self._guard(self.store.get(ask_id))
+            if record is None:
+                return self._verdict(Outcome.NOT_FOUND, None)
+            if question is not None and question >= len(record.questions.questions):
+                return self._invalid(record, replies.BAD_CONTROL)
+            if record.status is not AskStatus.PENDING:
+                ended = (
+                    Outcome.ALREADY_ANSWERED
+                    if record.status is AskStatus.ANSWERED
+                    else Outcome.CLOSED
+                )
+                return self._verdict(ended, record)
+            responder = await self._responder(record, who)
+            if not record.may_answer(responder):
+                return self._verdict(Outcome.NOT_ALLOWED, record)
+            await self._guard(self.store.record_event(record.id, "opened", user_id=who.user_id))
+        except Unavailable:
+            return self._verdict(Outcome.UNAVAILABLE, None)
+        return Verdict(Outcome.OPEN, record, None, rerender=False)
+
+    async def submit_form(self, ask_id: str, who: Caller, picks: Mapping[int, Picks]) -> Verdict:
+        """A submitted form: ``picks`` by question index, checked against the stored question set
+        (see :func:`check_picks`) before anything is submitted."""
+        try:
+            record = await self._guard(self.store.get(ask_id))
+            if record is None:
+                return self._verdict(Outcome.NOT_FOUND, None)
+            if record.status is AskStatus.PENDING:
+                problems = check_picks(record.questions, picks)
+                if problems:
+                    first = problems[min(problems)].text
+                    return Verdict(Outcome.INVALID, record, first, False, problems)
+            # an ended ask is judged by the store whatever the form says: it knows a repeat
+            return await self._submit(record, who, build_answers(record.questions, picks))
+        except Unavailable:
+            return self._verdict(Outcome.UNAVAILABLE, None)
+
+    async def _submit(self, record: AskRecord, who: Caller, answers: list[Answer]) -> Verdict:
+        responder = await self._responder(record, who)
+        result = await self._guard(self.store.submit(record.id, responder, answers))
+        return self._verdict(Outcome(result.outcome.value), result.record)
+
+    def _verdict(self, outcome: Outcome, record: AskRecord | None) -> Verdict:
+        rerender = record is not None and record.status is not AskStatus.PENDING
+        return Verdict(outcome, record, self._explain(outcome, record), rerender)
+
+    def _invalid(self, record: AskRecord, text: str) -> Verdict:
+        ended = record.status is not AskStatus.PENDING
+        return Verdict(Outcome.INVALID, record, self.replies.ended(record) or text, ended)
+
+    def _explain(self, outcome: Outcome, record: AskRecord | None) -> str | None:
+        if outcome in (Outcome.ACCEPTED, Outcome.OPEN):
+            return None
+        if outcome is Outcome.REPEATED:
+            return replies.RECORDED
+        if outcome is Outcome.UNAVAILABLE:
+            return replies.TRY_AGAIN
+        if record is None or outcome is Outcome.NOT_FOUND:
+            return replies.GONE
+        if outcome is Outcome.NOT_ALLOWED:
+            return self.replies.not_allowed(record)
+        return self.replies.ended(record) or replies.GONE
+
+    async def _responder(self, record: AskRecord, who: Caller) -> Responder:
+        """``who`` as the store records them, with the answerer groups they belong to (looked up
+        only when the ask is restricted and they are not named directly)."""
+        groups = who.groups or ()
+        lookup = self.membership
+        if who.groups is None and lookup is not None and record.answerers:
+            if who.user_id not in record.answerers:
+                groups = await self._guard(lookup.groups_of(who.user_id, record.answerers))
+        return Responder(user_id=who.user_id, name=who.name, groups=tuple(groups))
+
+    async def _guard(self, op: Awaitable[T]) -> T:
+        """Run a store operation or lookup within ``store_timeout``; any failure means
+        "unavailable" -- nothing is known to have changed -- never a half-done click."""
+        try:
+            return await asyncio.wait_for(op, self.store_timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("store unavailable while judging a click: %r", exc)
+            raise Unavailable(str(exc)) from exc
+
+    # -- timing and background work -------------------------------------------------------------
+
+    async def in_time(
+        self,
+        judging: Coroutine[Any, Any, Verdict],
+        *,
+        ack: Callable[[], Awaitable[object]],
+        late: Callable[[Verdict], Awaitable[None]],
+    ) -> Verdict | None:
+        """Judge before the platform's ack when the store answers within ``ack_budget``.
+
+        Returns the verdict when it came in time: the caller acknowledges (with the verdict, where
+        the platform allows) and the answer is already stored. Otherwise calls ``ack()`` at once,
+        lets the judgement finish in the background, hands its verdict to ``late`` (which tells
+        the person), and returns ``None``."""
+        work = asyncio.ensure_future(judging)
+        done, _ = await asyncio.wait({work}, timeout=self.ack_budget)
+        if done:
+            return work.result()
+        await ack()
+        self.spawn(self._finish_late(work, late))
+        return None
+
+    async def _finish_late(
+        self, work: asyncio.Future[Verdict], late: Callable[[Verdict], Awaitable[None]]
+    ) -> None:
+        verdict = await work
+        log.info("slow click on ask %s judged after its ack: %s", _ask_of(verdict), verdict.outcome)
+        await late(verdict)
+        self.settle(verdict)
+
+    def settle(self, verdict: Verdict) -> None:
+        """Re-render the message in the background if the verdict found the ask ended."""
+        if verdict.rerender and verdict.record is not None:
+            self.spawn(self.rerender(verdict.record))
+
+    async def rerender(self, record: AskRecord) -> None:
+        """Show ``record``'s final state on its message; a failure is logged (the outcome stands,
+        and the next click on the stale controls re-renders again)."""
+        try:
+            await self.poster.update(record)
+        except Exception:
+            log.exception("ask %s ended but its message could not be re-rendered", record.id)
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run work that follows an ack; kept referenced until done, drained on shutdown, and any
+        failure logged (nobody awaits it)."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("work after a click failed", exc_info=task.exception())
+
+    async def drain(self, within: float = 5.0) -> None:
+        """Let work in progress finish (verdicts, re-renders, explanations) on shutdown."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=within)
+
+
+def _ask_of(verdict: Verdict) -> str:
+    return verdict.record.id if verdict.record is not None else "?"
+
+
+def check_picks(questions: QuestionSet, picks: Mapping[int, Picks]) -> dict[int, Problem]:
+    """What is wrong with a submitted form, by question index; empty when it answers every
+    question completely and nothing else."""
+    qs = questions.questions
+    problems: dict[int, Problem] = {}
+    for i in picks:
+        if not 0 <= i < len(qs):
+            problems[i] = Problem(replies.NO_SUCH_QUESTION)
+    for i, q in enumerate(qs):
+        got = picks.get(i, Picks())
+        text = (got.text or "").strip()
+        chosen = set(got.selected)
+        if any(not 0 <= o < len(q.options) for o in chosen):
+            problems[i] = Problem(replies.NO_SUCH_OPTION)
+        elif len(text) > MAX_TYPED:
+            problems[i] = Problem(replies.TOO_LONG.format(limit=MAX_TYPED), typed=True)
+        elif not chosen and not text:
+            problems[i] = Problem(replies.NEED_ANSWER)
+        elif not q.multiSelect and len(chosen) > 1:
+            problems[i] = Problem(replies.ONE_ONLY)
+        elif not q.multiSelect and chosen and text:
+            problems[i] = Problem(replies.NOT_BOTH, typed=True)
+    return problems
+
+
+def build_answers(questions: QuestionSet, picks: Mapping[int, Picks]) -> list[Answer]:
+    """The answers, in question order, with full labels taken from the stored question set."""
+    answers = []
+    for i, q in enumerate(questions.questions):
+        got = picks.get(i, Picks())
+        chosen = sorted({o for o in got.selected if 0 <= o < len(q.options)})
+        labels = tuple(q.options[o].label for o in chosen)
+        text = (got.text or "").strip()[:MAX_TYPED] or None
+        answers.append(Answer(question=q.question, selected=labels, other_text=text))
+    return answers

@@ -1,0 +1,81 @@
+"""Routing ids: how a click finds its ask, question and option, on every platform.
+
+A control's id (Slack ``action_id``, Discord ``custom_id``) carries only the ask id and indices,
+never visible text: labels may be cut for display, while the answer is built from the stored
+question set by index and keeps the full label. Every id fits in :data:`MAX_ID` characters
+(Discord's ``custom_id`` limit; Slack allows 255), so one encoding serves both.
+
+``askb:pick:<ask>:<question>:<option>``  one click answers a single-select question
+``askb:other:<ask>:<question>``          opens the typed-answer form for one question
+``askb:answer:<ask>``                    opens the form for the whole question set
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+PREFIX = "askb"
+MAX_ID = 100
+"""Longest id any platform accepts (Discord ``custom_id``)."""
+
+Kind = Literal["pick", "other", "answer"]
+INDICES: dict[Kind, int] = {"pick": 2, "other": 1, "answer": 0}
+"""Every kind of control, and how many indices follow the ask id in its id."""
+
+ASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What an ask id may look like (``new_ask_id`` makes 22 such characters)."""
+_INDEX = re.compile(r"^[0-9]{1,2}$")
+
+
+class BadRoute(ValueError):
+    """An id in our namespace (``askb:``) that does not parse: forged, truncated or from a
+    version of the bridge that encoded it differently. The person is told; nothing changes."""
+
+
+@dataclass(frozen=True)
+class Route:
+    kind: Kind
+    ask_id: str
+    question: int = 0
+    option: int = 0
+
+
+def pick_id(ask_id: str, question: int, option: int) -> str:
+    return _checked(f"{PREFIX}:pick:{ask_id}:{question}:{option}")
+
+
+def other_id(ask_id: str, question: int) -> str:
+    return _checked(f"{PREFIX}:other:{ask_id}:{question}")
+
+
+def answer_id(ask_id: str) -> str:
+    return _checked(f"{PREFIX}:answer:{ask_id}")
+
+
+def is_ours(control_id: str) -> bool:
+    return control_id.startswith(f"{PREFIX}:")
+
+
+def parse(control_id: str) -> Route | None:
+    """The route ``control_id`` encodes; ``None`` if it is not one of ours.
+
+    Raises :class:`BadRoute` for an id of ours that is malformed (unknown kind, bad ask id,
+    missing, extra, negative or non-ASCII indices)."""
+    if not is_ours(control_id):
+        return None
+    parts = control_id.split(":")
+    if len(parts) < 3 or parts[1] not in INDICES or not ASK_ID.match(parts[2]):
+        raise BadRoute(f"malformed control id {control_id[:MAX_ID]!r}")
+    kind = next(k for k in INDICES if k == parts[1])
+    ask_id, rest = parts[2], parts[3:]
+    if INDICES[kind] != len(rest) or not all(_INDEX.match(p) for p in rest):
+        raise BadRoute(f"malformed control id {control_id[:MAX_ID]!r}")
+    return Route(kind, ask_id, *(int(p) for p in rest))
+
+
+def _checked(control_id: str) -> str:
+    if len(control_id) > MAX_ID:  # only a foreign, overlong ask id can get here
+        raise ValueError(f"control id longer than {MAX_ID} characters: {control_id!r}")
+    return control_id
