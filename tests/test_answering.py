@@ -1,0 +1,543 @@
+"""The answering layer, platform-neutral: every click verdict over the memory store and real Redis.
+
+Platforms only translate payloads; what a click does -- who may answer, the answers built from
+indices, the store's verdict, what the person is told, when the message is re-rendered -- is
+judged here once. Mentions are rendered as ``<m:ID>`` so the texts show where a platform's mention
+lands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from engine_fixtures import new_record
+
+from bridge import replies, routing
+from bridge.answering import (
+    MAX_TYPED,
+    Answering,
+    Caller,
+    Outcome,
+    Picks,
+    Problem,
+    Verdict,
+    check_picks,
+    one_click,
+)
+from bridge.ask import AskRecord, AskStatus
+from bridge.memory_poster import MemoryPoster
+from bridge.models import QuestionSet
+from bridge.replies import Replies
+from bridge.store.base import Store
+from bridge.store.redis import RedisStore
+
+REPLIES = Replies(mention=lambda who: f"<m:{who}>")
+ALICE = Caller("U0ALICE", "alice")
+BOB = Caller("U0BOB", "bob")
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """This suite runs over the embedded store and a real Redis server."""
+    return str(request.param)
+
+
+class Groups:
+    """A platform's group lookup: ``members`` by group id; ``down`` makes every lookup fail."""
+
+    def __init__(self, members: dict[str, set[str]]) -> None:
+        self.members = members
+        self.down = False
+        self.lookups = 0
+
+    async def groups_of(self, user_id: str, candidates: Sequence[str]) -> tuple[str, ...]:
+        self.lookups += 1
+        if self.down:
+            raise ConnectionError("group directory unreachable")
+        return tuple(g for g in candidates if user_id in self.members.get(g, set()))
+
+
+@pytest.fixture
+def groups() -> Groups:
+    return Groups({"S0REVIEW": {"U0GROUPIE"}})
+
+
+@pytest.fixture
+def poster() -> MemoryPoster:
+    return MemoryPoster()
+
+
+@pytest.fixture
+def answering(store: Store, poster: MemoryPoster, groups: Groups) -> Answering:
+    return Answering(store, poster, REPLIES, membership=groups, store_timeout=2.0)
+
+
+async def posted(store: Store, poster: MemoryPoster, record: AskRecord) -> AskRecord:
+    """Create and post ``record`` as the chat handler does."""
+    await store.create(record)
+    ref = await poster.post(record)
+    shown = await store.set_message(record.id, ref)
+    assert shown is not None
+    return shown
+
+
+def single(record: AskRecord) -> AskRecord:
+    """``record`` with a one-click shape: one single-select question (Yes / No / Later)."""
+    q = record.questions.questions[0]
+    return record.model_copy(update={"questions": QuestionSet(questions=(q,))})
+
+
+async def pending(store: Store, ask_id: str) -> AskRecord:
+    record = await store.get(ask_id)
+    assert record is not None and record.status is AskStatus.PENDING and record.answers is None
+    return record
+
+
+# -- one click ---------------------------------------------------------------------------------
+
+
+async def test_pick_answers_with_the_full_label(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    verdict = await answering.pick(record.id, 0, 1, ALICE)
+    assert verdict.outcome is Outcome.ACCEPTED and verdict.stands
+    assert verdict.explain is None and verdict.rerender
+    assert verdict.record is not None and verdict.record.status is AskStatus.ANSWERED
+    (answer,) = verdict.record.answers or ()
+    assert answer.selected == ("No",) and answer.other_text is None
+    assert verdict.record.answered_by is not None
+    assert verdict.record.answered_by.user_id == "U0ALICE"
+    assert verdict.record.answered_by.name == "alice"
+
+
+@pytest.mark.parametrize(("question", "option"), [(0, 3), (0, 9), (1, 0), (5, 5)])
+async def test_pick_out_of_range_is_refused_and_changes_nothing(
+    answering: Answering, store: Store, poster: MemoryPoster, question: int, option: int
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    verdict = await answering.pick(record.id, question, option, ALICE)
+    assert verdict.outcome is Outcome.INVALID and verdict.explain == replies.BAD_CONTROL
+    assert not verdict.rerender
+    await pending(store, record.id)
+
+
+async def test_pick_on_a_form_shaped_ask_is_refused(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, new_record(n=2))
+    verdict = await answering.pick(record.id, 0, 0, ALICE)
+    assert verdict.outcome is Outcome.INVALID
+    await pending(store, record.id)
+
+
+async def test_unknown_ask_is_gone(answering: Answering) -> None:
+    for verdict in (
+        await answering.pick("nosuchask", 0, 0, ALICE),
+        await answering.open_form("nosuchask", ALICE),
+        await answering.submit_form("nosuchask", ALICE, {0: Picks((0,))}),
+    ):
+        assert verdict.outcome is Outcome.NOT_FOUND and verdict.explain == replies.GONE
+        assert verdict.record is None and not verdict.rerender
+
+
+# -- forms -------------------------------------------------------------------------------------
+
+
+async def test_form_with_choices_and_typed_text(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    # questions alternate single-select (even) and multiSelect (odd)
+    record = await posted(store, poster, new_record(n=4))
+    picks = {
+        0: Picks((2,)),
+        1: Picks((0, 2), "  and on Fridays  "),
+        2: Picks((), "my own answer"),  # typed text alone answers a question
+        3: Picks((), "only typed"),
+    }
+    verdict = await answering.submit_form(record.id, BOB, picks)
+    assert verdict.outcome is Outcome.ACCEPTED and verdict.explain is None and verdict.rerender
+    assert verdict.record is not None
+    got = [(a.selected, a.other_text) for a in verdict.record.answers or ()]
+    assert got == [
+        (("Later",), None),
+        (("Yes", "Later"), "and on Fridays"),
+        ((), "my own answer"),
+        ((), "only typed"),
+    ]
+
+
+async def test_other_alone_on_the_one_click_shape(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    verdict = await answering.submit_form(record.id, ALICE, {0: Picks(text="Next week")})
+    assert verdict.outcome is Outcome.ACCEPTED
+    assert verdict.record is not None and verdict.record.answers is not None
+    assert verdict.record.answers[0].other_text == "Next week"
+
+
+@pytest.mark.parametrize(
+    ("picks", "problems"),
+    [
+        ({}, {0: replies.NEED_ANSWER, 1: replies.NEED_ANSWER}),
+        ({7: Picks((0,))}, {0: replies.NEED_ANSWER, 1: replies.NEED_ANSWER, 7: "no-such-q"}),
+        ({0: Picks((9,)), 1: Picks((0,))}, {0: replies.NO_SUCH_OPTION}),
+        ({0: Picks((-1,)), 1: Picks((0,))}, {0: replies.NO_SUCH_OPTION}),
+        ({0: Picks((0, 1)), 1: Picks((0,))}, {0: replies.ONE_ONLY}),
+        ({0: Picks((0,), "also this"), 1: Picks((0,))}, {0: replies.NOT_BOTH}),
+        ({0: Picks((), "   "), 1: Picks((1,))}, {0: replies.NEED_ANSWER}),
+        ({0: Picks((0,)), 1: Picks((), "x" * (MAX_TYPED + 1))}, {1: "too-long"}),
+    ],
+    ids=[
+        "empty",
+        "no-such-question",
+        "option-out-of-range",
+        "negative-option",
+        "two-on-single",
+        "choice-and-text-on-single",
+        "blank-text",
+        "text-too-long",
+    ],
+)
+async def test_malformed_forms_are_refused_and_change_nothing(
+    answering: Answering,
+    store: Store,
+    poster: MemoryPoster,
+    picks: dict[int, Picks],
+    problems: dict[int, str],
+) -> None:
+    record = await posted(store, poster, new_record(n=2))
+    verdict = await answering.submit_form(record.id, ALICE, picks)
+    assert verdict.outcome is Outcome.INVALID and not verdict.rerender
+    named = {
+        replies.NO_SUCH_QUESTION: "no-such-q",
+        replies.TOO_LONG.format(limit=MAX_TYPED): "too-long",
+    }
+    assert {i: named.get(p.text, p.text) for i, p in verdict.problems.items()} == problems
+    assert verdict.explain == verdict.problems[min(verdict.problems)].text
+    await pending(store, record.id)
+    assert [e.kind for e in await store.history(record.id)] == ["created", "posted"]
+
+
+def test_problems_with_typed_text_are_marked_for_the_text_field() -> None:
+    qs = new_record(n=2).questions
+    found = check_picks(qs, {0: Picks((0,), "both"), 1: Picks((), "y" * (MAX_TYPED + 1))})
+    assert found == {
+        0: Problem(replies.NOT_BOTH, typed=True),
+        1: Problem(replies.TOO_LONG.format(limit=MAX_TYPED), typed=True),
+    }
+    assert check_picks(qs, {0: Picks((1,)), 1: Picks((0, 1, 2), "more")}) == {}
+
+
+def test_one_click_is_a_single_single_select_question() -> None:
+    assert one_click(single(new_record()).questions)
+    assert not one_click(new_record(n=2).questions)
+    multi = new_record(n=2).questions.questions[1]  # odd questions are multiSelect
+    assert not one_click(QuestionSet(questions=(multi,)))
+
+
+# -- who may answer ----------------------------------------------------------------------------
+
+
+async def test_unauthorised_user_is_told_who_may_answer(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record(answerers=("U0BOB", "S0REVIEW"))))
+    for verdict in (
+        await answering.pick(record.id, 0, 0, ALICE),
+        await answering.open_form(record.id, ALICE),
+        await answering.submit_form(record.id, ALICE, {0: Picks((0,))}),
+    ):
+        assert verdict.outcome is Outcome.NOT_ALLOWED and not verdict.rerender
+        assert (
+            verdict.explain
+            == "Sorry, you can't answer this one: it is for <m:U0BOB>, <m:S0REVIEW>."
+        )
+    await pending(store, record.id)
+
+
+async def test_answerer_named_directly_needs_no_group_lookup(
+    answering: Answering, store: Store, poster: MemoryPoster, groups: Groups
+) -> None:
+    record = await posted(store, poster, single(new_record(answerers=("U0BOB", "S0REVIEW"))))
+    verdict = await answering.pick(record.id, 0, 0, BOB)
+    assert verdict.outcome is Outcome.ACCEPTED and groups.lookups == 0
+
+
+async def test_member_of_an_answerer_group_may_answer(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record(answerers=("S0REVIEW",))))
+    verdict = await answering.pick(record.id, 0, 0, Caller("U0GROUPIE"))
+    assert verdict.outcome is Outcome.ACCEPTED
+    assert verdict.record is not None and verdict.record.answered_by is not None
+    assert verdict.record.answered_by.groups == ("S0REVIEW",)
+
+
+async def test_groups_known_from_the_interaction_are_used_as_given(
+    answering: Answering, store: Store, poster: MemoryPoster, groups: Groups
+) -> None:
+    """Discord reads roles from the interaction's member: no lookup, and only those count."""
+    record = await posted(store, poster, single(new_record(answerers=("R0MODS",))))
+    outsider = await answering.pick(record.id, 0, 0, Caller("U0GROUPIE", groups=("R0OTHER",)))
+    assert outsider.outcome is Outcome.NOT_ALLOWED
+    member = await answering.pick(record.id, 0, 0, Caller("U0CARA", groups=("R0OTHER", "R0MODS")))
+    assert member.outcome is Outcome.ACCEPTED and groups.lookups == 0
+
+
+async def test_failed_group_lookup_is_unavailable_and_changes_nothing(
+    answering: Answering, store: Store, poster: MemoryPoster, groups: Groups
+) -> None:
+    record = await posted(store, poster, single(new_record(answerers=("S0REVIEW",))))
+    groups.down = True
+    verdict = await answering.pick(record.id, 0, 0, Caller("U0GROUPIE"))
+    assert verdict.outcome is Outcome.UNAVAILABLE and verdict.explain == replies.TRY_AGAIN
+    await pending(store, record.id)
+
+
+# -- after the ask ended -----------------------------------------------------------------------
+
+
+async def test_late_click_is_told_who_answered_and_rerenders(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    await answering.pick(record.id, 0, 0, ALICE)
+    for verdict in (
+        await answering.pick(record.id, 0, 1, BOB),
+        await answering.open_form(record.id, BOB, 0),
+        await answering.submit_form(record.id, BOB, {0: Picks(text="mine")}),
+    ):
+        assert verdict.outcome is Outcome.ALREADY_ANSWERED and verdict.rerender
+        assert verdict.explain == "This was already answered by <m:U0ALICE>."
+    done = await store.get(record.id)
+    assert done is not None and done.answers is not None and done.answers[0].selected == ("Yes",)
+
+
+async def test_repeated_submit_stands_and_rerenders(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, new_record(n=2))
+    picks = {0: Picks((1,)), 1: Picks((0,))}
+    first = await answering.submit_form(record.id, ALICE, picks)
+    again = await answering.submit_form(record.id, ALICE, picks)
+    assert first.outcome is Outcome.ACCEPTED
+    assert again.outcome is Outcome.REPEATED and again.stands and again.rerender
+    assert again.explain == replies.RECORDED
+    changed = await answering.submit_form(record.id, ALICE, {0: Picks((0,)), 1: Picks((0,))})
+    assert changed.outcome is Outcome.ALREADY_ANSWERED and not changed.stands
+
+
+@pytest.mark.parametrize(
+    ("status", "text"),
+    [
+        (AskStatus.EXPIRED, "This question expired before anyone answered it."),
+        (AskStatus.CANCELLED, "This question was cancelled."),
+    ],
+)
+async def test_click_on_a_closed_ask_is_explained(
+    answering: Answering, store: Store, poster: MemoryPoster, status: AskStatus, text: str
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    assert await store.close(record.id, status) is not None
+    verdict = await answering.pick(record.id, 0, 0, ALICE)
+    assert verdict.outcome is Outcome.CLOSED and verdict.explain == text and verdict.rerender
+    opened = await answering.open_form(record.id, ALICE)
+    assert opened.outcome is Outcome.CLOSED and opened.explain == text
+
+
+async def test_click_after_expiry_before_any_sweep_is_refused_as_expired(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record(expires_in=-1.0)))
+    # past expires_at, and no sweeper runs in this test
+    verdict = await answering.pick(record.id, 0, 0, ALICE)
+    assert verdict.outcome is Outcome.CLOSED and verdict.rerender
+    assert verdict.explain == "This question expired before anyone answered it."
+    done = await store.get(record.id)
+    assert done is not None and done.status is AskStatus.EXPIRED and done.answers is None
+
+
+async def test_open_form_records_who_opened_it(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, new_record(n=2))
+    verdict = await answering.open_form(record.id, ALICE)
+    assert verdict.outcome is Outcome.OPEN and verdict.explain is None
+    assert verdict.record is not None and verdict.record.id == record.id
+    events = await store.history(record.id)
+    assert (events[-1].kind, events[-1].user_id) == ("opened", "U0ALICE")
+    assert (await answering.open_form(record.id, ALICE, 9)).outcome is Outcome.INVALID
+
+
+async def test_settle_rerenders_ended_asks_only(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    refused = await answering.submit_form(record.id, ALICE, {})
+    answering.settle(refused)
+    accepted = await answering.pick(record.id, 0, 2, ALICE)
+    answering.settle(accepted)
+    await answering.drain()
+    (shown,) = poster.updated(record.id)
+    assert shown.status is AskStatus.ANSWERED and shown.answers is not None
+    assert shown.answers[0].selected == ("Later",)
+
+
+# -- the store unavailable ---------------------------------------------------------------------
+
+
+async def test_store_down_is_unavailable_and_nothing_changes(
+    store_kind: str, store: Store, poster: MemoryPoster
+) -> None:
+    """A store that cannot answer within the timeout: every kind of click is told to try again."""
+    record = await posted(store, poster, single(new_record()))
+    down: Any = Hanging() if store_kind == "memory" else unreachable()
+    answering = Answering(down, poster, REPLIES, store_timeout=0.3)
+    try:
+        for verdict in (
+            await answering.pick(record.id, 0, 0, ALICE),
+            await answering.open_form(record.id, ALICE),
+            await answering.submit_form(record.id, ALICE, {0: Picks((0,))}),
+        ):
+            assert verdict.outcome is Outcome.UNAVAILABLE and verdict.explain == replies.TRY_AGAIN
+            assert not verdict.rerender and not verdict.stands
+    finally:
+        await down.aclose()
+    await pending(store, record.id)
+
+
+class Hanging:
+    """A store whose every operation hangs, like a Redis that stopped answering."""
+
+    def __getattr__(self, name: str) -> Any:
+        async def hang(*_: Any, **__: Any) -> Any:
+            await asyncio.Event().wait()
+
+        return hang
+
+    async def aclose(self) -> None:
+        return None
+
+
+def unreachable() -> RedisStore:
+    """A Redis store whose server is gone (nothing listens on port 1)."""
+    return RedisStore.from_url("redis://127.0.0.1:1/0")
+
+
+# -- timing: the verdict before the ack --------------------------------------------------------
+
+
+class Gate:
+    """Wraps a store so ``submit`` waits until the test opens the gate."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.open = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def submit(self, *args: Any, **kwargs: Any) -> Any:
+        await self.open.wait()
+        return await self.inner.submit(*args, **kwargs)
+
+
+async def test_fast_verdict_comes_before_the_ack(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    acks: list[float] = []
+
+    async def ack() -> None:
+        acks.append(time.monotonic())
+
+    async def late(_: Verdict) -> None:
+        raise AssertionError("a fast verdict is never late")
+
+    verdict = await answering.in_time(answering.pick(record.id, 0, 0, ALICE), ack=ack, late=late)
+    assert verdict is not None and verdict.outcome is Outcome.ACCEPTED and acks == []
+    # when the caller acks now, the answer is already in the store
+    done = await store.get(record.id)
+    assert done is not None and done.status is AskStatus.ANSWERED
+
+
+async def test_slow_store_acks_first_and_tells_the_verdict_later(
+    store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    gate = Gate(store)
+    answering = Answering(gate, poster, REPLIES, ack_budget=0.05)  # type: ignore[arg-type]
+    acked = asyncio.Event()
+    told: list[Verdict] = []
+
+    async def ack() -> None:
+        acked.set()
+
+    async def late(verdict: Verdict) -> None:
+        told.append(verdict)
+
+    verdict = await answering.in_time(answering.pick(record.id, 0, 1, ALICE), ack=ack, late=late)
+    assert verdict is None and acked.is_set() and told == []
+    gate.open.set()
+    await answering.drain()
+    (late_verdict,) = told
+    assert late_verdict.outcome is Outcome.ACCEPTED
+    (shown,) = poster.updated(record.id)  # the late verdict re-renders too
+    assert shown.status is AskStatus.ANSWERED
+
+
+async def test_failing_background_work_is_logged(
+    answering: Answering, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def fails() -> None:
+        raise RuntimeError("unexpected")
+
+    answering.spawn(fails())
+    await answering.drain()
+    (logged,) = [r for r in caplog.records if r.name == "bridge.answering"]
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], RuntimeError)
+
+
+# -- routing ids -------------------------------------------------------------------------------
+
+
+def test_routing_ids_round_trip_within_discords_limit() -> None:
+    longest = "a" * 64
+    for made, route in (
+        (routing.pick_id(longest, 3, 3), routing.Route("pick", longest, 3, 3)),
+        (routing.other_id(longest, 2), routing.Route("other", longest, 2)),
+        (routing.answer_id(longest), routing.Route("answer", longest)),
+    ):
+        assert len(made) <= routing.MAX_ID == 100
+        assert routing.parse(made) == route
+
+
+@pytest.mark.parametrize(
+    "control",
+    [
+        "askb:pick:ID:0:-1",
+        "askb:pick:ID:0",
+        "askb:pick:ID:0:1:2",
+        "askb:pick:bad id:0:1",
+        "askb:pick:ID:0:\u00b2",
+        "askb:pick:ID:0:123",
+        "askb:answer:ID:0",
+        "askb:nope:ID",
+        "askb:",
+        "askb:pick",
+    ],
+)
+def test_malformed_ids_of_ours_are_reported(control: str) -> None:
+    with pytest.raises(routing.BadRoute):
+        routing.parse(control)
+
+
+def test_foreign_ids_are_not_ours() -> None:
+    assert routing.parse("other-app:pick:x:0:1") is None
+    assert routing.parse("") is None
