@@ -34,7 +34,7 @@ async def run(url: str, n: int) -> None:
     gc.collect()
     before = rss()
     waits = [asyncio.create_task(store.wait(r.id, 120)) for r in recs]
-    while len(store._waiters) < n or store._checks:  # noqa: ASYNC110 (bench: poll internals)
+    while len(store._wakeups._waiters) < n or store._wakeups._checks:  # noqa: ASYNC110 (bench: poll internals)
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.2)
     gc.collect()

@@ -14,7 +14,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from bridge.store.base import DEFAULT_LEASE_TTL, DEFAULT_RETENTION, Store
 from bridge.store.keys import DEFAULT_PREFIX
 from bridge.store.memory import MemoryStore
-from bridge.store.redis import DEFAULT_MAX_CONNECTIONS, RedisStore
+from bridge.store.redis import RedisStore
+from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS
 
 
 class EngineSettings(BaseSettings):

@@ -2,7 +2,9 @@
 
 Run one in every replica (``ask-bridge serve`` does); they may overlap freely, because the store
 expires each ask in one atomic step and hands it to exactly one sweeper, which then re-renders the
-message through the poster registered for the ask's platform.
+message through the poster registered for the ask's platform. (An ask that a click finds past
+``expires_at`` before any sweep is expired by that submission instead, and re-rendered by whoever
+handled the click: see :meth:`bridge.store.base.Store.submit`.)
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ class Sweeper:
         self.posters = dict(posters or {})
         self.interval = interval
 
-    async def sweep_once(self) -> list[AskRecord]:
-        """Expire what is due; re-render each ask this sweeper expired. Returns those asks."""
-        expired = await self.store.sweep()
+    async def sweep_once(self, now: float | None = None) -> list[AskRecord]:
+        """Expire what is due at ``now`` (default: the clock); re-render each ask this sweeper
+        expired. Returns those asks."""
+        expired = await self.store.sweep(now)
         for record in expired:
             poster = self.posters.get(record.destination.platform)
             if poster is None or record.message is None:

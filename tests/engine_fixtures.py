@@ -1,5 +1,7 @@
 """Fixtures for the engine tests: one real server and one real 3-node cluster per session.
 
+Loaded as a pytest plugin by ``conftest.py``; test modules import only its helpers by name.
+
 Each test gets its own key prefix, so tests share the servers without seeing each other's asks.
 ``store_kind`` parametrises the store contract suite over every backend: the in-memory store, a
 standalone server, the cluster, a master found through a Sentinel, and ``REDIS_URL`` when it is set.
@@ -27,8 +29,6 @@ from bridge.models import Option, Question, QuestionSet
 from bridge.store.base import Store
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
-
-__all__ = ["cluster", "make_store", "sentinel", "standalone", "store", "store_kind"]
 
 KINDS = ["memory", "redis", "cluster", "sentinel", *(["env"] if env_redis_url() else [])]
 

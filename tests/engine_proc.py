@@ -19,7 +19,7 @@ async def main(url: str, prefix: str, lease_ttl: float) -> None:
     record = new_record()
     await store.create(record)
     waiting = asyncio.create_task(store.wait(record.id, 30))
-    await store._subscribed.wait()
+    await store.listening()
     print("ready", record.id, flush=True)
     got = await waiting
     print(got.model_dump_json() if got else "null", flush=True)

@@ -8,7 +8,6 @@ import re
 import secrets
 
 import pytest
-from engine_fixtures import *  # noqa: F403  (the store fixtures)
 from engine_fixtures import new_record
 from redis_server import RedisServer
 

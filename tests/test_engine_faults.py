@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from engine_fixtures import *  # noqa: F403  (the store fixtures)
 from engine_fixtures import new_record
 from redis.asyncio import Redis
 from redis_server import RedisServer, redis_server
@@ -43,7 +42,7 @@ async def test_restart_with_aof_loses_nothing_and_waiters_resume(aof_server: Red
         for rec in recs:
             await waiting_store.create(rec)
         waiters = [asyncio.create_task(waiting_store.wait(r.id, 30)) for r in recs]
-        await waiting_store._subscribed.wait()
+        await waiting_store.listening()
         before = waiting_store.resubscriptions
         await asyncio.to_thread(aof_server.restart)
         assert {r.id for r in await answering.list_pending()} == {r.id for r in recs}
@@ -74,7 +73,7 @@ async def test_killed_wakeup_connection_still_delivers(standalone: RedisServer) 
         rec = new_record()
         await waiting_store.create(rec)
         waiter = asyncio.create_task(waiting_store.wait(rec.id, 30))
-        await waiting_store._subscribed.wait()
+        await waiting_store.listening()
         for client_id in await _subscriber_ids(standalone.url):
             await raw.client_kill_filter(_id=client_id)
         # the answer lands while the wake-up connection is down: its PUBLISH reaches nobody

@@ -7,7 +7,6 @@ import json
 import time
 
 import pytest
-from engine_fixtures import *  # noqa: F403  (the store fixtures)
 from engine_fixtures import StoreFactory, new_record, questions
 
 from bridge.ask import AskRecord, AskStatus, Destination, MessageRef, Responder

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+import socket
+import subprocess
+import sys
 import time
+from typing import Any
 
 import pytest
-from engine_fixtures import *  # noqa: F403  (the store fixtures)
-from engine_fixtures import StoreFactory, new_record
+from engine_fixtures import StoreFactory, new_record, url_for
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
 
 from bridge.ask import AskStatus, MessageRef, Responder
 from bridge.feed import render_delivery
 from bridge.models import Answer
-from bridge.store.base import Delivery, Store, SubmitOutcome
+from bridge.store.base import Delivery, DuplicateAsk, Store, StoreUnavailable, SubmitOutcome
+from bridge.store.redis import RedisStore
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
 BOB = Responder(user_id="U_BOB", name="Bob")
@@ -36,8 +44,9 @@ async def test_create_get_and_duplicate(store: Store) -> None:
     got = await store.get(rec.id)
     assert got == rec
     assert await store.get("no-such-ask") is None
-    with pytest.raises(ValueError, match="already exists"):
+    with pytest.raises(DuplicateAsk, match="already exists"):
         await store.create(rec)
+    assert await store.get(rec.id) == rec
 
 
 async def test_message_and_history(store: Store) -> None:
@@ -55,20 +64,6 @@ async def test_message_and_history(store: Store) -> None:
     assert click.user_id == "U_ALICE" and click.detail == {"option": "Yes"}
     with pytest.raises(ValueError):
         await store.record_event(rec.id, 'bad"kind')
-
-
-async def test_drafts_are_per_user_and_dropped_on_close(store: Store) -> None:
-    rec = new_record(n=2)
-    await store.create(rec)
-    await store.save_draft(rec.id, "U_ALICE", {"Question number 0?": ["Yes"]})
-    await store.save_draft(rec.id, "U_BOB", {"Question number 1?": ["No", "Later"]})
-    assert await store.get_draft(rec.id, "U_ALICE") == {"Question number 0?": ["Yes"]}
-    assert await store.get_draft(rec.id, "U_BOB") == {"Question number 1?": ["No", "Later"]}
-    assert await store.get_draft(rec.id, "U_CAROL") is None
-    await store.close(rec.id, AskStatus.CANCELLED)
-    assert await store.get_draft(rec.id, "U_ALICE") is None
-    await store.save_draft(rec.id, "U_ALICE", {"x": 1})
-    assert await store.get_draft(rec.id, "U_ALICE") is None
 
 
 async def test_submit_verdicts(store: Store) -> None:
@@ -318,6 +313,55 @@ async def test_deferred_expiry_is_delivered(store: Store) -> None:
     assert json.loads(render_delivery(delivery))["status"] == "expired"
 
 
+async def test_submit_past_expiry_expires_the_ask_there(store: Store) -> None:
+    """No sweep ran yet: the click itself ends the ask, exactly as a sweep would have."""
+    rec = new_record(expires_in=60)
+    await store.create(rec)
+    waiter = asyncio.create_task(store.wait(rec.id, 10))
+    at = time.time() + 120
+    late = await store.submit(rec.id, ALICE, YES, now=at)
+    assert late.outcome is SubmitOutcome.CLOSED and not late.ok
+    assert late.record is not None and late.record.status is AskStatus.EXPIRED
+    assert late.record.closed_at == at and late.record.answers is None
+    woken = await asyncio.wait_for(waiter, 10)
+    assert woken is not None and woken.status is AskStatus.EXPIRED
+    assert await store.get(rec.id) == late.record
+    events = await store.history(rec.id)
+    assert [e.kind for e in events] == ["created", "expired", "late"]
+    assert events[2].user_id == "U_ALICE" and events[1].at == at
+    assert await store.sweep(at + 3600) == []  # expired once: no sweeper reports it again
+    assert await store.list_pending() == []
+    again = await store.submit(rec.id, BOB, YES, now=at + 1)
+    assert again.outcome is SubmitOutcome.CLOSED
+    assert [e.kind for e in await store.history(rec.id)] == ["created", "expired", "late", "late"]
+
+
+async def test_submit_before_expiry_is_accepted(store: Store) -> None:
+    rec = new_record(expires_in=60)
+    await store.create(rec)
+    result = await store.submit(rec.id, ALICE, YES, now=rec.expires_at - 0.001)
+    assert result.outcome is SubmitOutcome.ACCEPTED
+
+
+async def test_refused_click_past_expiry_still_ends_the_ask(store: Store) -> None:
+    rec = new_record(expires_in=60, answerers=("U_ALICE",))
+    await store.create(rec)
+    result = await store.submit(rec.id, BOB, YES, now=time.time() + 120)
+    assert result.outcome is SubmitOutcome.CLOSED
+    assert result.record is not None and result.record.status is AskStatus.EXPIRED
+    assert [e.kind for e in await store.history(rec.id)] == ["created", "expired", "refused"]
+
+
+async def test_deferred_ask_expired_by_a_click_is_delivered(store: Store) -> None:
+    rec = new_record(expires_in=30, deferred=True)
+    await store.create(rec)
+    result = await store.submit(rec.id, ALICE, YES, now=time.time() + 60)
+    assert result.outcome is SubmitOutcome.CLOSED
+    delivery = await next_delivery(store)
+    assert delivery.record.id == rec.id and delivery.record.status is AskStatus.EXPIRED
+    await store.ack(delivery)
+
+
 async def test_list_pending(store: Store) -> None:
     a, b, c = new_record(), new_record(), new_record()
     for rec in (a, b, c):
@@ -327,35 +371,106 @@ async def test_list_pending(store: Store) -> None:
     assert [r.id for r in await store.list_pending()] == [a.id]
 
 
+def raw_client(kind: str, url: str) -> Any:
+    """A plain redis-py client on the store's server, to look at keys from outside."""
+    if kind == "cluster":
+        return RedisCluster.from_url(url.replace("+cluster", ""), decode_responses=True)
+    return Redis.from_url(url, decode_responses=True)
+
+
 @pytest.mark.parametrize("kind", ["redis", "cluster"])
 async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureRequest) -> None:
-    from engine_fixtures import url_for
-
-    from bridge.store.redis import RedisStore
-
     url = url_for(kind, request)
     assert url is not None
-    store = RedisStore.from_url(url, prefix=f"ttl{kind}", retention=3600)
+    prefix = f"ttl{kind}{secrets.token_hex(3)}"
+    store = RedisStore.from_url(url, prefix=prefix, retention=3600)
+    raw = raw_client(kind, url)
     try:
         waited, deferred, expired = new_record(), new_record(deferred=True), new_record()
         for rec in (waited, deferred, expired):
             await store.create(rec)
-        await store.save_draft(waited.id, "U_ALICE", {"a": 1})
         await store.record_event(waited.id, "click", user_id="U_ALICE")
         await store.submit(deferred.id, ALICE, YES)
         delivery = await next_delivery(store)
         await store.ack(delivery)
 
         async def ttls() -> dict[str, int]:
-            keys = [k async for k in store._r.scan_iter(match=f"ttl{kind}:*")]
-            found = {k: await store._r.ttl(k) for k in keys}
+            keys = [k async for k in raw.scan_iter(match=f"{prefix}:*")]
+            found = {k: await raw.ttl(k) for k in keys}
             assert all(t > 0 for t in found.values()), found
             return found
 
         kinds = {k.rsplit(":", 1)[-1] for k in await ttls()}
-        assert kinds == {"rec", "log", "drafts", "lease", "due", "feed"}
+        assert kinds == {"rec", "log", "lease", "due", "feed"}
         await store.sweep(time.time() + 7200)
         after = await ttls()
         assert after[store.keys.rec(expired.id)] <= 3600  # closed: retention only
     finally:
         await store.aclose()
+        await raw.aclose()
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_expiry_at_submit_leaves_the_due_index(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"due{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        rec = new_record(expires_in=60)
+        await store.create(rec)
+        assert await raw.zscore(store.keys.due, rec.id) == rec.expires_at
+        result = await store.submit(rec.id, ALICE, YES, now=time.time() + 120)
+        assert result.outcome is SubmitOutcome.CLOSED
+        assert await raw.zscore(store.keys.due, rec.id) is None
+    finally:
+        await store.aclose()
+        await raw.aclose()
+
+
+def _dead_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("scheme", ["redis", "redis+cluster"])
+async def test_unreachable_redis_raises_store_unavailable(scheme: str) -> None:
+    """Every operation names itself in one clear error, redis-py's error as its cause."""
+    store = RedisStore.from_url(f"{scheme}://127.0.0.1:{_dead_port()}", prefix="gone")
+    rec = new_record()
+    feed = store.feed("c1")
+    calls = {
+        "create": store.create(rec),
+        "get": store.get(rec.id),
+        "submit": store.submit(rec.id, ALICE, YES),
+        "close": store.close(rec.id, AskStatus.CANCELLED),
+        "history": store.history(rec.id),
+        "list_pending": store.list_pending(),
+        "sweep": store.sweep(),
+        "feed": anext(feed),
+    }
+    try:
+        results = await asyncio.gather(*calls.values(), return_exceptions=True)
+        for op, result in zip(calls, results, strict=True):
+            assert isinstance(result, StoreUnavailable), (op, result)
+            assert f"during {op}" in str(result)
+            assert isinstance(result.__cause__, (RedisError, RedisClusterException, OSError))
+    finally:
+        await feed.aclose()  # type: ignore[attr-defined]
+        await store.aclose()
+
+
+def test_store_package_loads_redis_only_when_asked() -> None:
+    code = (
+        "import sys\n"
+        "import bridge.store\n"
+        "from bridge.store.base import Store\n"
+        "assert 'redis' not in sys.modules, 'redis-py loaded eagerly'\n"
+        "from bridge.store import RedisStore\n"
+        "assert issubclass(RedisStore, Store)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

@@ -30,7 +30,7 @@ async def test_master_crash_failover_keeps_pending_ask(tmp_path: Path) -> None:
             rec = new_record()
             await store.create(rec)
             waiter = asyncio.create_task(store.wait(rec.id, 30))
-            await store._subscribed.wait()
+            await store.listening()
             # the ask and its lease reached the replica before the master dies
             lease = store.keys.lease(rec.id)
             await asyncio.to_thread(
@@ -86,7 +86,7 @@ async def test_manual_failover_answers_land_on_new_master(tmp_path: Path) -> Non
             await store.create(rec)
             await clicks.create(other)
             waiter = asyncio.create_task(store.wait(rec.id, 30))
-            await store._subscribed.wait()
+            await store.listening()
             lease = store.keys.lease(rec.id)
             await asyncio.to_thread(
                 _wait_for, lambda: _resp(_cli(new.port, "EXISTS", lease)) == 1, "replication"

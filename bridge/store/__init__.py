@@ -2,18 +2,44 @@
 
 ``MemoryStore`` is the embedded default (one process); ``RedisStore`` is shared by any number of
 processes. :func:`bridge.settings.open_store` picks one from the environment (``REDIS_URL``).
+``RedisStore`` is imported on first use, so code that only needs the contract or the memory store
+never loads redis-py.
 """
 
-from bridge.store.base import Delivery, HistoryEvent, Store, SubmitOutcome, SubmitResult
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bridge.store.base import (
+    Delivery,
+    DuplicateAsk,
+    HistoryEvent,
+    Store,
+    StoreUnavailable,
+    SubmitOutcome,
+    SubmitResult,
+)
 from bridge.store.memory import MemoryStore
-from bridge.store.redis import RedisStore
+
+if TYPE_CHECKING:
+    from bridge.store.redis import RedisStore
 
 __all__ = [
     "Delivery",
+    "DuplicateAsk",
     "HistoryEvent",
     "MemoryStore",
     "RedisStore",
     "Store",
+    "StoreUnavailable",
     "SubmitOutcome",
     "SubmitResult",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RedisStore":
+        from bridge.store.redis import RedisStore
+
+        return RedisStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,12 +1,12 @@
--- Every state change of one ask, atomically. Key scheme: bridge/store/keys.py.
+-- Every state change of one ask, atomically. Key scheme and record fields: bridge/store/keys.py.
 --
--- KEYS: 1 rec (hash), 2 log (list), 3 drafts (hash), 4 lease (string) -- one hash slot.
+-- KEYS: 1 rec (hash), 2 log (list), 3 lease (string) -- one hash slot.
 -- ARGV: 1 op, 2 now (seconds, JSON number text), 3 events channel, 4 ask id,
 --       5 retention (ms), 6 log cap; then the op's own arguments from ARGV[7].
 -- Replies: {verdict, HGETALL of the record} (the record part is absent where noted).
 -- Events are JSON built here from pre-encoded pieces, so no JSON is ever re-encoded by cjson.
 
-local rec, log, drafts, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local rec, log, lease = KEYS[1], KEYS[2], KEYS[3]
 local op, now, channel, ask_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local retention_ms, log_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
 
@@ -43,11 +43,21 @@ local function finish(status)
     handoff = 'none'
   end
   redis.call('HSET', rec, 'handoff', handoff)
-  redis.call('DEL', drafts)
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
   redis.call('PUBLISH', channel, ask_id)
   return handoff
+end
+
+-- A pending ask past its expires_at ends as expired (a sweep's visit, or a late submission).
+local function expire_if_due()
+  if tonumber(redis.call('HGET', rec, 'exp')) > tonumber(now) then
+    return false
+  end
+  redis.call('HSET', rec, 'closed_at', now)
+  event('expired', 'null', '{}')
+  finish('expired')
+  return true
 end
 
 local function allowed(user_id, groups_json)
@@ -111,18 +121,16 @@ elseif op == 'event' then
   -- 7 kind, 8 user JSON, 9 detail
   event(ARGV[7], ARGV[8], ARGV[9])
   return {'ok'}
-elseif op == 'draft' then
-  -- 7 user id, 8 draft JSON
-  if status ~= 'pending' then
-    return {'closed'}
-  end
-  redis.call('HSET', drafts, ARGV[7], ARGV[8])
-  redis.call('PEXPIRE', drafts, redis.call('PTTL', rec))
-  return {'ok'}
 elseif op == 'submit' then
   -- 7 user id, 8 groups JSON, 9 responder JSON, 10 answers JSON, 11 user JSON, 12 detail
   local user_id, user_json, detail = ARGV[7], ARGV[11], ARGV[12]
-  if not allowed(user_id, ARGV[8]) then
+  local may = allowed(user_id, ARGV[8])
+  if status == 'pending' and expire_if_due() then
+    -- no sweep will report this expiry: the caller re-renders the ask ('expired' -> CLOSED)
+    event(may and 'late' or 'refused', user_json, detail)
+    return {'expired', record()}
+  end
+  if not may then
     event('refused', user_json, detail)
     return {'not_allowed', record()}
   end
@@ -174,10 +182,7 @@ elseif op == 'release' then
 elseif op == 'settle' then
   -- a sweeper's visit; 7 seconds until an unclaimed 'waiter' hand-off is checked again
   if status == 'pending' then
-    if tonumber(redis.call('HGET', rec, 'exp')) <= tonumber(now) then
-      redis.call('HSET', rec, 'closed_at', now)
-      event('expired', 'null', '{}')
-      finish('expired')
+    if expire_if_due() then
       return {'expired', record()}
     end
     return {'later', redis.call('HGET', rec, 'exp')}

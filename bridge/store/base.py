@@ -54,7 +54,8 @@ class SubmitOutcome(StrEnum):
     ACCEPTED = "accepted"  # this submission answered the ask
     REPEATED = "repeated"  # the same person sent the same answer again: idempotent success
     ALREADY_ANSWERED = "already_answered"  # someone answered first; see record.answered_by
-    CLOSED = "closed"  # the ask expired or was cancelled
+    CLOSED = "closed"  # the ask expired or was cancelled -- perhaps by this very submission
+    # (it was past expires_at): then nobody else re-renders it, the caller must (Store.submit)
     NOT_ALLOWED = "not_allowed"  # the person is not among the ask's answerers; nothing changed
     NOT_FOUND = "not_found"  # no such ask (never existed, or past its retention)
 
@@ -89,12 +90,33 @@ class Delivery:
     record: AskRecord
 
 
+class StoreUnavailable(Exception):
+    """The store could not be reached or did not answer (connection refused or reset, timeout,
+    failover in progress, cluster down).
+
+    Callers treat it as "nothing is known to have changed": the operation may or may not have
+    taken effect, and retrying it is safe. Only a networked store raises it; ``MemoryStore``
+    never does.
+    """
+
+
+class DuplicateAsk(ValueError):
+    """:meth:`Store.create` of an id that already exists; the existing ask is unchanged."""
+
+
 class Store(ABC):
-    """Durable pending-ask state shared by every process of a deployment."""
+    """Durable pending-ask state shared by every process of a deployment.
+
+    Every operation of a networked store may raise :class:`StoreUnavailable`; bad arguments raise
+    ``ValueError``. Unknown or retention-expired asks are not errors: reads give ``None`` or empty.
+    """
 
     @abstractmethod
     async def create(self, record: AskRecord) -> None:
-        """Persist a new pending ask (and its ``created`` event)."""
+        """Persist a new pending ask (and its ``created`` event), indexed for the sweeper.
+
+        Raises :class:`DuplicateAsk` if an ask with that id exists (within its retention).
+        """
 
     @abstractmethod
     async def get(self, ask_id: str) -> AskRecord | None:
@@ -113,16 +135,22 @@ class Store(ABC):
         """
 
     @abstractmethod
-    async def save_draft(self, ask_id: str, user_id: str, draft: dict[str, Any]) -> None:
-        """Store one person's partial selections; never visible to anyone else."""
+    async def submit(
+        self,
+        ask_id: str,
+        who: Responder,
+        answers: Sequence[Answer],
+        *,
+        now: float | None = None,
+    ) -> SubmitResult:
+        """Record a complete answer exactly once; see :class:`SubmitOutcome` for the verdicts.
 
-    @abstractmethod
-    async def get_draft(self, ask_id: str, user_id: str) -> dict[str, Any] | None:
-        """That person's partial selections, if any."""
-
-    @abstractmethod
-    async def submit(self, ask_id: str, who: Responder, answers: Sequence[Answer]) -> SubmitResult:
-        """Record a complete answer exactly once; see :class:`SubmitOutcome` for the verdicts."""
+        Expiry is enforced here too, not only by a sweep: an ask still ``pending`` past its
+        ``expires_at`` is expired by this very step, exactly as :meth:`sweep` would (status,
+        ``closed_at``, ``expired`` event, hand-off, waiters woken, due index), and the verdict is
+        ``CLOSED``. No sweep will return that ask, so *the caller* re-renders it as ended.
+        ``now`` (default: the clock) is the time the step runs at, like :meth:`sweep`'s.
+        """
 
     @abstractmethod
     async def close(

@@ -23,6 +23,7 @@ from bridge.store.base import (
     DEFAULT_LEASE_TTL,
     DEFAULT_RETENTION,
     Delivery,
+    DuplicateAsk,
     HistoryEvent,
     Store,
     SubmitOutcome,
@@ -42,7 +43,6 @@ class _Ask:
     handoff: str = ""
     answers_key: str | None = None
     fed: str | None = None
-    drafts: dict[str, dict[str, Any]] = field(default_factory=dict)
     log: list[HistoryEvent] = field(default_factory=list)
 
     def lease_live(self, now: float) -> bool:
@@ -97,11 +97,16 @@ class MemoryStore(Store):
         entry.record = rec.model_copy(
             update={"status": status, "deferred": rec.deferred or entry.handoff == "feed"}
         )
-        entry.drafts.clear()
         entry.purge_at = now + self.retention
         if entry.handoff == "feed":
             self._enqueue(entry)
         self._wake(rec.id)
+
+    def _expire(self, entry: _Ask, now: float) -> None:
+        """End a pending ask past ``expires_at``, by a sweep or by a submission that found it."""
+        entry.record = entry.record.model_copy(update={"closed_at": now})
+        self._event(entry, "expired", None, now)
+        self._finish(entry, AskStatus.EXPIRED, now)
 
     def _enqueue(self, entry: _Ask) -> None:
         entry_id = f"{int(time.time() * 1000)}-{next(self._ids)}"
@@ -127,7 +132,7 @@ class MemoryStore(Store):
     async def create(self, record: AskRecord) -> None:
         with self._lock:
             if self._live(record.id) is not None:
-                raise ValueError(f"an ask with id {record.id!r} already exists")
+                raise DuplicateAsk(f"an ask with id {record.id!r} already exists")
             now = record.created_at
             entry = _Ask(
                 record=record,
@@ -171,27 +176,27 @@ class MemoryStore(Store):
                 self._take(entry)
             return entry.record
 
-    async def save_draft(self, ask_id: str, user_id: str, draft: dict[str, Any]) -> None:
-        with self._lock:
-            entry = self._live(ask_id)
-            if entry is not None and entry.record.status is AskStatus.PENDING:
-                entry.drafts[user_id] = dict(draft)
-
-    async def get_draft(self, ask_id: str, user_id: str) -> dict[str, Any] | None:
-        with self._lock:
-            entry = self._live(ask_id)
-            found = entry.drafts.get(user_id) if entry else None
-            return dict(found) if found is not None else None
-
-    async def submit(self, ask_id: str, who: Responder, answers: Sequence[Answer]) -> SubmitResult:
+    async def submit(
+        self,
+        ask_id: str,
+        who: Responder,
+        answers: Sequence[Answer],
+        *,
+        now: float | None = None,
+    ) -> SubmitResult:
         dumped, chosen = dump_answers(answers)
         detail = {"name": who.name, "answers": dumped}
         with self._lock:
-            now = time.time()
+            now = time.time() if now is None else now
             entry = self._live(ask_id, now)
             if entry is None:
                 return SubmitResult(SubmitOutcome.NOT_FOUND, None)
             rec = entry.record
+            if rec.status is AskStatus.PENDING and rec.expires_at <= now:
+                self._expire(entry, now)  # as a sweep would have; see ``submit`` in ask.lua
+                kind = "late" if rec.may_answer(who) else "refused"
+                self._event(entry, kind, who.user_id, now, **detail)
+                return SubmitResult(SubmitOutcome.CLOSED, entry.record)
             if not rec.may_answer(who):
                 self._event(entry, "refused", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
@@ -297,9 +302,7 @@ class MemoryStore(Store):
                 if entry is None:
                     continue
                 if entry.record.status is AskStatus.PENDING and entry.record.expires_at <= now:
-                    entry.record = entry.record.model_copy(update={"closed_at": now})
-                    self._event(entry, "expired", None, now)
-                    self._finish(entry, AskStatus.EXPIRED, now)
+                    self._expire(entry, now)
                     expired.append(entry.record)
                 elif entry.handoff == "waiter" and not entry.lease_live(time.time()):
                     entry.record = entry.record.model_copy(update={"deferred": True})

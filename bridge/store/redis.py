@@ -1,13 +1,13 @@
 """``RedisStore``: pending asks in Redis (standalone, TLS, Sentinel or Cluster), shared by replicas.
 
-Correctness rests on three rules (key scheme and hand-off states: :mod:`bridge.store.keys`):
+Correctness rests on three rules (key scheme, record fields and hand-off states:
+:mod:`bridge.store.keys`):
 
 * Every change to one ask is one call of ``ask.lua`` over that ask's keys, which share a hash tag,
   so replicas race freely and Cluster never sees a cross-slot script.
-* Waking is pushed: each script that ends an ask PUBLISHes its id on one channel. A store holds one
-  subscription for all its waiters, plus a small connection pool; after every (re)subscription it
-  re-reads the status of every ask it waits on, so a wake-up published while it was disconnected,
-  or before a waiter registered, is never missed.
+* Waking is pushed: each script that ends an ask PUBLISHes its id on one channel, and a store's
+  :class:`~bridge.store.redis_wakeups.Wakeups` holds one subscription for all its waiters, never
+  missing a wake-up published while it was away.
 * Answers never get lost between processes: an answer lands either with a live waiter (a short
   lease key proves one is alive) or on the feed stream. Global keys (``due`` index, feed stream)
   are written next to -- never inside -- the per-ask script; ``due`` always holds an ask until its
@@ -17,254 +17,124 @@ Sentinel: a manual ``SENTINEL FAILOVER`` names the new master at once but demote
 ~10 s later, and until then the old master still accepts writes -- which it throws away when it
 resyncs as a replica. Pooled connections would keep writing there (redis-py re-asks Sentinel only
 when it opens a connection), losing answers. So a store also listens to Sentinel's
-``+switch-master``: when its service moves, pooled connections are dropped (each reconnects to the
-master Sentinel names now) and the wake-up subscription is made anew on the new master, which
-re-reads every waiting ask as any resubscription does. Writes sent in the instant between the
-switch and its announcement can still land on the old master: Sentinel promises no more.
+``+switch-master`` (:mod:`bridge.store.redis_connect`): when its service moves, pooled connections
+are dropped (each reconnects to the master Sentinel names now) and the wake-up subscription is
+made anew on the new master, which re-reads every waiting ask as any resubscription does. Writes
+sent in the instant between the switch and its announcement can still land on the old master:
+Sentinel promises no more.
+
+Every operation raises :class:`~bridge.store.base.StoreUnavailable` when Redis cannot be reached
+(after the client's own retries, which ride out a restart or failover of a few seconds).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from importlib.resources import files
-from typing import Any, cast
-from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
+from typing import Any, ParamSpec, TypeVar
 
-from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.asyncio.retry import Retry  # not redis.retry.Retry: that one never awaits, so no retries
-from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
-from redis.backoff import ExponentialBackoff
+from redis.exceptions import (
+    ClusterDownError,
+    NoScriptError,
+    ReadOnlyError,
+    RedisClusterException,
+    RedisError,
+    ResponseError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.utils import str_if_bytes
 
 from bridge.aio import stop
 from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
+from bridge.store import redis_codec as codec
 from bridge.store.base import (
     DEFAULT_LEASE_TTL,
     DEFAULT_RETENTION,
     Delivery,
+    DuplicateAsk,
     HistoryEvent,
     Store,
+    StoreUnavailable,
     SubmitOutcome,
     SubmitResult,
     check_close_status,
     check_event_kind,
     dump_answers,
 )
-from bridge.store.keys import DEFAULT_PREFIX, Keys
+from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys
+from bridge.store.redis_connect import (
+    DEFAULT_MAX_CONNECTIONS,
+    PIPELINE_CHUNK,
+    SentinelSubscriber,
+    connect,
+)
+from bridge.store.redis_wakeups import Wakeups
 
 _SCRIPT = files("bridge.store").joinpath("ask.lua").read_text()
-_CHUNK = 500
 _INDEX_TTL = 400 * 86400  # beyond any ask's expiry: refreshed on every write anyway
 
-DEFAULT_MAX_CONNECTIONS = 4
 DEFAULT_GROUP = "bridge"
 _OUTCOMES = {
     "accepted": SubmitOutcome.ACCEPTED,
     "repeated": SubmitOutcome.REPEATED,
     "already_answered": SubmitOutcome.ALREADY_ANSWERED,
     "closed": SubmitOutcome.CLOSED,
+    "expired": SubmitOutcome.CLOSED,  # this submission found it past expires_at and expired it
     "not_allowed": SubmitOutcome.NOT_ALLOWED,
 }
 
+# What "Redis did not answer" looks like in redis-py (OSError covers socket errors and timeouts).
+_DOWN: tuple[type[BaseException], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    OSError,
+    ClusterDownError,
+    TryAgainError,
+    ReadOnlyError,
+    SlotNotCoveredError,
+)
 
-def _retry() -> Retry:
-    """Ride out a restart or failover of a few seconds instead of failing the caller."""
-    return Retry(ExponentialBackoff(cap=1.0, base=0.02), retries=12)
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
-def _common(**extra: Any) -> dict[str, Any]:
-    return {
-        "decode_responses": True,
-        "retry": _retry(),
-        "retry_on_error": [RedisConnectionError, RedisTimeoutError, OSError],
-        "socket_keepalive": True,
-        **extra,
-    }
-
-
-def connect(url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> tuple[Any, Any]:
-    """``(client, subscriber)`` for a URL; the subscriber's ``pubsub()`` carries every wake-up.
-
-    ``redis://`` / ``rediss://`` (TLS) / ``unix://``: one server; user and password in the URL.
-    ``redis+cluster://`` / ``rediss+cluster://``: any node of a Cluster.
-    ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]`` (``rediss+sentinel``
-    for TLS): the master of ``service`` as Sentinel reports it, following failovers.
-    """
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme.endswith("+cluster"):
-        plain = urlunsplit((scheme.removesuffix("+cluster"), *parts[1:]))
-        cluster = RedisCluster.from_url(
-            plain, max_connections=max(max_connections, 100), **_common()
+@contextlib.contextmanager
+def _reaching(op: str) -> Iterator[None]:
+    """Turn redis-py's "could not reach the server" errors into :class:`StoreUnavailable`."""
+    try:
+        yield
+    except (RedisError, RedisClusterException, OSError) as exc:
+        down = isinstance(exc, _DOWN) or (
+            isinstance(exc, RedisClusterException) and isinstance(exc.__cause__, _DOWN)
         )
-        return cluster, _ClusterSubscriber(cluster, plain)
-    if scheme.endswith("+sentinel"):
-        return _sentinel(parts, scheme.removesuffix("+sentinel"), max_connections)
-    pool = BlockingConnectionPool.from_url(
-        url, max_connections=max_connections, timeout=None, **_common()
-    )
-    client = Redis.from_pool(pool)
-    return client, client
+        if not down:
+            raise
+        raise StoreUnavailable(
+            f"ask store: Redis did not answer during {op} ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
-def _sentinel(parts: Any, scheme: str, max_connections: int) -> tuple[Any, Any]:
-    netloc = parts.netloc
-    auth, _, hosts = netloc.rpartition("@")
-    username, _, password = auth.partition(":")
-    nodes = []
-    for hostport in hosts.split(","):
-        host, _, port = hostport.rpartition(":")
-        nodes.append((host or hostport, int(port) if host else 26379))
-    path = [p for p in parts.path.split("/") if p]
-    if not path:
-        raise ValueError("a Sentinel URL names the service: redis+sentinel://host:26379/mymaster")
-    service = path[0]
-    db = int(path[1]) if len(path) > 1 else 0
-    query = parse_qs(parts.query)
-    kwargs = _common(
-        db=db,
-        username=unquote(username) or None,
-        password=unquote(password) or None,
-        ssl=scheme == "rediss",
-        max_connections=max_connections,
-    )
-    sentinel_password = query.get("sentinel_password", [None])[0]
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
-        nodes,
-        sentinel_kwargs={"password": sentinel_password, "ssl": scheme == "rediss"},
-        **kwargs,
-    )
-    client = sentinel.master_for(service, connection_pool_class=_BlockingSentinelPool, timeout=None)
-    return client, _SentinelSubscriber(client, sentinel, service)
+def _guarded(
+    op: str,
+) -> Callable[[Callable[_P, Awaitable[_T]]], Callable[_P, Coroutine[Any, Any, _T]]]:
+    def wrap(fn: Callable[_P, Awaitable[_T]]) -> Callable[_P, Coroutine[Any, Any, _T]]:
+        @functools.wraps(fn)
+        async def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+            with _reaching(op):
+                return await fn(*args, **kwargs)
 
+        return run
 
-class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
-    """Sentinel's pool, but waiting for a free connection like the standalone pool does, instead
-    of failing the caller with "Too many connections" when more commands run than it holds."""
-
-    async def drop_connections(self) -> None:
-        """The master moved: idle connections close now, busy ones when given back, so every
-        next command connects to the master Sentinel names now."""
-        await self.update_active_connections_for_reconnect()  # type: ignore[no-untyped-call]
-        await self.disconnect(inuse_connections=False)
-
-
-class _SentinelSubscriber:
-    """Wake-ups ride the master's own pool; closing this closes the links to the Sentinels."""
-
-    def __init__(self, client: Redis, sentinel: Sentinel, service: str) -> None:
-        self._client = client
-        self._sentinel = sentinel
-        self._service = service
-
-    def pubsub(self) -> Any:
-        return self._client.pubsub()
-
-    async def follow(self, moved: Callable[[], None]) -> None:
-        """Forever: hear ``+switch-master`` from one Sentinel (the next one if that fails); when
-        it names our service -- or, on (re)subscribing, the master is not the one the pool knows
-        (it moved while nobody listened) -- drop the pool's connections, then call ``moved``."""
-        pool = cast(_BlockingSentinelPool, self._client.connection_pool)
-        turn, backoff = 0, 0.02
-        while True:
-            sentinels: list[Any] = self._sentinel.sentinels
-            pubsub = sentinels[turn % len(sentinels)].pubsub()
-            turn += 1
-            try:
-                await pubsub.subscribe("+switch-master")
-                async for message in pubsub.listen():
-                    if message["type"] == "subscribe":
-                        backoff = 0.02
-                    if await self._switched(message, pool.master_address):
-                        await pool.drop_connections()
-                        moved()
-            except (RedisError, OSError):
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
-            finally:
-                with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()
-
-    async def _switched(self, message: dict[str, Any], known: Any) -> bool:
-        if message["type"] == "subscribe":
-            return known is not None and known != await self._sentinel.discover_master(
-                self._service
-            )
-        if message["type"] != "message":
-            return False
-        # "+switch-master" data: "<service> <old ip> <old port> <new ip> <new port>"
-        return bool(str_if_bytes(message["data"]).split(" ", 1)[0] == self._service)
-
-    async def aclose(self) -> None:
-        await self._sentinel.aclose()
-
-
-class _ClusterSubscriber:
-    """Plain PUBLISH reaches every Cluster node, so one subscription to any node hears it all."""
-
-    def __init__(self, cluster: RedisCluster, url: str) -> None:
-        self._cluster = cluster
-        self._url = url
-        self._client: Redis | None = None
-
-    def pubsub(self) -> Any:
-        if self._client is None:
-            nodes = self._cluster.get_nodes()
-            node = nodes[0] if nodes else None
-            parts = urlsplit(self._url)
-            netloc = parts.netloc
-            if node is not None:
-                auth, at, _ = netloc.rpartition("@")
-                netloc = f"{auth}{at}{node.host}:{node.port}"
-            url = urlunsplit((parts.scheme, netloc, "", parts.query, ""))
-            self._client = Redis.from_url(url, **_common())
-        return self._client.pubsub()
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-
-
-def _pairs(flat: Sequence[Any]) -> dict[str, str]:
-    return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat) - 1, 2)}
-
-
-def _record(raw: dict[str, str]) -> AskRecord:
-    data: dict[str, Any] = json.loads(raw["body"])
-    data["status"] = raw["status"]
-    data["deferred"] = raw.get("deferred") == "1"
-    if raw.get("message"):
-        data["message"] = json.loads(raw["message"])
-    if raw.get("answers"):
-        data["answers"] = json.loads(raw["answers"])
-        data["answered_by"] = json.loads(raw["by"])
-        data["answered_at"] = float(raw["at"])
-    if raw.get("closed_at"):
-        data["closed_at"] = float(raw["closed_at"])
-    return AskRecord.model_validate(data)
-
-
-def _body(record: AskRecord) -> str:
-    return record.model_dump_json(
-        include={
-            "id",
-            "questions",
-            "destination",
-            "context",
-            "answerers",
-            "created_at",
-            "expires_at",
-        }
-    )
+    return wrap
 
 
 class RedisStore(Store):
@@ -291,13 +161,8 @@ class RedisStore(Store):
         self.claim_idle = claim_idle
         self._log_cap = log_cap
         self._script = client.register_script(_SCRIPT)
-        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
-        self._checks: set[str] = set()
-        self._check_wanted = asyncio.Event()
-        self._subscribed = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._wakeups = Wakeups(client, self._sub, self.keys, lease_ttl)
         self._background: set[asyncio.Task[Any]] = set()
-        self.resubscriptions = 0  # how often the wake-up subscription was (re)established
         self._ready = not isinstance(client, RedisCluster)
         self._ready_lock = asyncio.Lock()
         self._follower: asyncio.Task[None] | None = None
@@ -306,8 +171,24 @@ class RedisStore(Store):
     def from_url(
         cls, url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS, **options: Any
     ) -> RedisStore:
+        """A store for a ``redis://``, ``rediss://``, ``unix://``, ``redis+cluster://`` or
+        ``redis+sentinel://`` URL (see :func:`bridge.store.redis_connect.connect`)."""
         client, subscriber = connect(url, max_connections=max_connections)
         return cls(client, subscriber, **options)
+
+    @property
+    def resubscriptions(self) -> int:
+        """How often the wake-up subscription was (re)established: 1 after the first, +1 after
+        each reconnect or master switch."""
+        return self._wakeups.resubscriptions
+
+    @_guarded("listening")
+    async def listening(self) -> None:
+        """Start the wake-up subscription now (the first :meth:`wait` does so otherwise) and
+        return once it is live: from then on a waiter hears an answer as soon as it lands."""
+        await self._init()
+        self._wakeups.start()
+        await self._wakeups.subscribed()
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -315,9 +196,9 @@ class RedisStore(Store):
         """Follow Sentinel's master switches from the first use on; learn the Cluster's slots
         once, before any concurrent use (redis-py's lazy first initialisation breaks under many
         concurrent first commands)."""
-        if self._follower is None and isinstance(self._sub, _SentinelSubscriber):
+        if self._follower is None and isinstance(self._sub, SentinelSubscriber):
             self._follower = asyncio.create_task(
-                self._sub.follow(self._master_moved), name="ask-bridge master switches"
+                self._sub.follow(self._wakeups.resubscribe), name="ask-bridge master switches"
             )
         if self._ready:
             return
@@ -358,44 +239,6 @@ class RedisStore(Store):
             pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
             await pipe.execute()
 
-    async def _to_feed(self, ask_id: str) -> None:
-        """Put a finished ask on the feed, then mark it sent; a crash between repeats the XADD
-        later (the feed drops duplicate entries at delivery, see ``deliver`` in ask.lua)."""
-        min_id = f"{int((time.time() - self.retention) * 1000)}-0"
-        await self._r.xadd(self.keys.feed, {"ask": ask_id}, minid=min_id, approximate=True)
-        await self._r.expire(self.keys.feed, int(self.retention) + 86400)
-        await self._run("sent", ask_id)
-        await self._r.zrem(self.keys.due, ask_id)
-
-    # -- the contract -------------------------------------------------------------------------
-
-    async def create(self, record: AskRecord) -> None:
-        await self._init()
-        detail = json.dumps(
-            {
-                "destination": record.destination.model_dump(mode="json"),
-                "answerers": record.answerers,
-            }
-        )
-        argv = self._argv(
-            "create",
-            record.id,
-            (
-                _body(record),
-                repr(record.expires_at),
-                json.dumps(list(record.answerers)),
-                "1" if record.deferred else "0",
-                self._ttl_ms(record),
-                int(self.lease_ttl * 1000),
-                detail,
-            ),
-            record.created_at,
-        )
-        # indexed first (same pipeline, in order): an ask is never pending yet unswept
-        reply = await self._index_and_run({record.id: record.expires_at}, record.id, argv)
-        if reply[0] == "exists":
-            raise ValueError(f"an ask with id {record.id!r} already exists")
-
     async def _index_and_run(
         self, mapping: dict[str, float], ask_id: str, argv: list[Any], *, xx: bool = False
     ) -> list[Any]:
@@ -420,17 +263,67 @@ class RedisStore(Store):
             raise result
         return list(result)
 
+    async def _to_feed(self, ask_id: str) -> None:
+        """Put a finished ask on the feed, then mark it sent; a crash between repeats the XADD
+        later (the feed drops duplicate entries at delivery, see ``deliver`` in ask.lua)."""
+        min_id = f"{int((time.time() - self.retention) * 1000)}-0"
+        await self._r.xadd(self.keys.feed, {"ask": ask_id}, minid=min_id, approximate=True)
+        await self._r.expire(self.keys.feed, int(self.retention) + 86400)
+        await self._run("sent", ask_id)
+        await self._r.zrem(self.keys.due, ask_id)
+
+    async def _ended(self, ask_id: str, raw: dict[str, str]) -> None:
+        """An ask just left ``pending`` without an answer (closed or expired): feed it if it was
+        deferred, and drop it from ``due`` either way (``_to_feed`` does that last)."""
+        if raw.get(Fields.HANDOFF) == "feed":
+            await self._to_feed(ask_id)
+        else:
+            await self._r.zrem(self.keys.due, ask_id)
+
+    # -- the contract -------------------------------------------------------------------------
+
+    @_guarded("create")
+    async def create(self, record: AskRecord) -> None:
+        await self._init()
+        detail = json.dumps(
+            {
+                "destination": record.destination.model_dump(mode="json"),
+                "answerers": record.answerers,
+            }
+        )
+        argv = self._argv(
+            "create",
+            record.id,
+            (
+                codec.body(record),
+                repr(record.expires_at),
+                json.dumps(list(record.answerers)),
+                "1" if record.deferred else "0",
+                self._ttl_ms(record),
+                int(self.lease_ttl * 1000),
+                detail,
+            ),
+            record.created_at,
+        )
+        # indexed first (same pipeline, in order): an ask is never pending yet unswept
+        reply = await self._index_and_run({record.id: record.expires_at}, record.id, argv)
+        if reply[0] == "exists":
+            raise DuplicateAsk(f"an ask with id {record.id!r} already exists")
+
+    @_guarded("get")
     async def get(self, ask_id: str) -> AskRecord | None:
         await self._init()
         raw = await self._r.hgetall(self.keys.rec(ask_id))
-        return _record(raw) if raw else None
+        return codec.record(raw) if raw else None
 
+    @_guarded("set_message")
     async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
         await self._init()
         detail = json.dumps({"message": message.model_dump(mode="json")})
         reply = await self._run("message", ask_id, message.model_dump_json(), detail)
-        return _record(_pairs(reply[1])) if reply[0] == "ok" else None
+        return codec.record(codec.pairs(reply[1])) if reply[0] == "ok" else None
 
+    @_guarded("defer")
     async def defer(self, ask_id: str) -> AskRecord | None:
         await self._init()
         reply = await self._run("defer", ask_id)
@@ -438,22 +331,19 @@ class RedisStore(Store):
             return None
         if reply[0] == "taken":
             await self._r.zrem(self.keys.due, ask_id)
-        return _record(_pairs(reply[1]))
+        return codec.record(codec.pairs(reply[1]))
 
-    async def save_draft(self, ask_id: str, user_id: str, draft: dict[str, Any]) -> None:
+    @_guarded("submit")
+    async def submit(
+        self,
+        ask_id: str,
+        who: Responder,
+        answers: Sequence[Answer],
+        *,
+        now: float | None = None,
+    ) -> SubmitResult:
         await self._init()
-        await self._run("draft", ask_id, user_id, json.dumps(draft))
-
-    async def get_draft(self, ask_id: str, user_id: str) -> dict[str, Any] | None:
-        await self._init()
-        raw = await self._r.hget(self.keys.drafts(ask_id), user_id)
-        if raw is None:
-            return None
-        found: dict[str, Any] = json.loads(raw)
-        return found
-
-    async def submit(self, ask_id: str, who: Responder, answers: Sequence[Answer]) -> SubmitResult:
-        await self._init()
+        now = time.time() if now is None else now
         dumped, chosen = dump_answers(answers)
         argv = self._argv(
             "submit",
@@ -466,19 +356,22 @@ class RedisStore(Store):
                 json.dumps(who.user_id),
                 json.dumps({"name": who.name, "answers": dumped}),
             ),
-            None,
+            now,
         )
         # Sent with the verdict: should this process die right after the script accepts, a
         # sweeper still visits the ask soon and finishes the hand-off (XX: only indexed asks).
-        mark = {ask_id: time.time() + self.lease_ttl}
+        mark = {ask_id: now + self.lease_ttl}
         reply = await self._index_and_run(mark, ask_id, argv, xx=True)
         if reply[0] == "missing":
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
-        raw = _pairs(reply[1])
-        if reply[0] == "accepted" and raw.get("handoff") == "feed":
+        raw = codec.pairs(reply[1])
+        if reply[0] == "accepted" and raw.get(Fields.HANDOFF) == "feed":
             await self._to_feed(ask_id)
-        return SubmitResult(_OUTCOMES[reply[0]], _record(raw))
+        elif reply[0] == "expired":
+            await self._ended(ask_id, raw)
+        return SubmitResult(_OUTCOMES[reply[0]], codec.record(raw))
 
+    @_guarded("close")
     async def close(
         self, ask_id: str, status: AskStatus, *, by: str | None = None
     ) -> AskRecord | None:
@@ -487,13 +380,11 @@ class RedisStore(Store):
         reply = await self._run("close", ask_id, status.value, json.dumps(by))
         if reply[0] != "closed":
             return None
-        raw = _pairs(reply[1])
-        if raw.get("handoff") == "feed":
-            await self._to_feed(ask_id)
-        else:
-            await self._r.zrem(self.keys.due, ask_id)
-        return _record(raw)
+        raw = codec.pairs(reply[1])
+        await self._ended(ask_id, raw)
+        return codec.record(raw)
 
+    @_guarded("release")
     async def release(self, ask_id: str) -> None:
         await self._init()
         # Indexed with the script (a take may have unindexed it): should this cleanup be cut
@@ -503,6 +394,7 @@ class RedisStore(Store):
         if reply[0] == "feed":
             await self._to_feed(ask_id)
 
+    @_guarded("record_event")
     async def record_event(
         self, ask_id: str, kind: str, *, user_id: str | None = None, **detail: Any
     ) -> None:
@@ -510,30 +402,37 @@ class RedisStore(Store):
         check_event_kind(kind)
         await self._run("event", ask_id, kind, json.dumps(user_id), json.dumps(detail))
 
+    @_guarded("history")
     async def history(self, ask_id: str) -> list[HistoryEvent]:
         await self._init()
         lines = await self._r.lrange(self.keys.log(ask_id), 0, -1)
         return [HistoryEvent.model_validate_json(line) for line in lines]
 
+    @_guarded("list_pending")
     async def list_pending(self) -> list[AskRecord]:
         await self._init()
         ids = await self._r.zrange(self.keys.due, 0, -1)
         found: list[AskRecord] = []
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
+        for start in range(0, len(ids), PIPELINE_CHUNK):
+            chunk = ids[start : start + PIPELINE_CHUNK]
             async with self._r.pipeline(transaction=False) as pipe:
                 for ask_id in chunk:
                     pipe.hgetall(self.keys.rec(ask_id))
                 raws = await pipe.execute()
-            found.extend(_record(raw) for raw in raws if raw and raw["status"] == "pending")
+            found.extend(
+                codec.record(raw) for raw in raws if raw and raw[Fields.STATUS] == "pending"
+            )
         return sorted(found, key=lambda r: r.created_at)
 
+    @_guarded("sweep")
     async def sweep(self, now: float | None = None) -> list[AskRecord]:
         await self._init()
         now = time.time() if now is None else now
         expired: list[AskRecord] = []
         while True:
-            ids = await self._r.zrangebyscore(self.keys.due, "-inf", now, start=0, num=_CHUNK)
+            ids = await self._r.zrangebyscore(
+                self.keys.due, "-inf", now, start=0, num=PIPELINE_CHUNK
+            )
             later: dict[str, float] = {}
             for ask_id in ids:
                 reply = await self._run("settle", ask_id, self.lease_ttl, now=now)
@@ -542,106 +441,19 @@ class RedisStore(Store):
                     later[ask_id] = float(reply[1])
                     continue
                 if verdict in ("expired", "feed"):
-                    raw = _pairs(reply[1])
+                    raw = codec.pairs(reply[1])
                     if verdict == "expired":
-                        expired.append(_record(raw))
-                    if raw.get("handoff") == "feed":
+                        expired.append(codec.record(raw))
+                    if raw.get(Fields.HANDOFF) == "feed":
                         await self._to_feed(ask_id)
                         continue
                 await self._r.zrem(self.keys.due, ask_id)
             if later:  # every new score is past ``now``, so the next round sees other asks
                 await self._index(later)
-            if len(ids) < _CHUNK:
+            if len(ids) < PIPELINE_CHUNK:
                 return expired
 
-    # -- waking -------------------------------------------------------------------------------
-
-    def _start(self) -> None:
-        if not self._tasks:
-            self._tasks = [
-                asyncio.create_task(self._listen(), name="ask-bridge wake-ups"),
-                asyncio.create_task(self._check_loop(), name="ask-bridge status checks"),
-                asyncio.create_task(self._refresh_leases(), name="ask-bridge leases"),
-            ]
-
-    def _master_moved(self) -> None:
-        """Subscribe anew, on the new master (the old one is kept alive for a while yet and never
-        hears a PUBLISH made on the new one); the fresh subscription re-reads waiting asks."""
-        if not self._tasks:
-            return
-        self._subscribed.clear()
-        old = self._tasks[0]  # the wake-up listener, see _start
-        old.cancel()
-        self._background.add(old)
-        old.add_done_callback(self._background.discard)
-        self._tasks[0] = asyncio.create_task(self._listen(), name="ask-bridge wake-ups")
-
-    async def _listen(self) -> None:
-        backoff = 0.02
-        while True:
-            pubsub = self._sub.pubsub()
-            try:
-                await pubsub.subscribe(self.keys.events)
-                async for message in pubsub.listen():
-                    kind = message["type"]
-                    if kind == "subscribe":
-                        # (re)subscribed: anything published while away is found by re-reading
-                        self.resubscriptions += 1
-                        backoff = 0.02
-                        self._checks.update(self._waiters)
-                        self._check_wanted.set()
-                        self._subscribed.set()
-                    elif kind == "message":
-                        self._wake(message["data"])
-            except (RedisError, OSError):
-                self._subscribed.clear()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
-            finally:
-                with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()
-
-    def _wake(self, ask_id: str) -> None:
-        for fut in self._waiters.get(ask_id, ()):
-            if not fut.done():
-                fut.set_result(None)
-
-    async def _check_loop(self) -> None:
-        """Batch status reads for waiters that just registered or just resubscribed."""
-        lease_ms = int(self.lease_ttl * 1000)
-        while True:
-            await self._check_wanted.wait()
-            self._check_wanted.clear()
-            batch = [a for a in self._checks if a in self._waiters]
-            self._checks.clear()
-            try:
-                for start in range(0, len(batch), _CHUNK):
-                    chunk = batch[start : start + _CHUNK]
-                    async with self._r.pipeline(transaction=False) as pipe:
-                        for ask_id in chunk:
-                            pipe.hget(self.keys.rec(ask_id), "status")
-                            pipe.set(self.keys.lease(ask_id), "1", px=lease_ms)
-                        replies = await pipe.execute()
-                    for ask_id, status in zip(chunk, replies[::2], strict=True):
-                        if status != "pending":
-                            self._wake(ask_id)
-            except (RedisError, OSError):
-                self._checks.update(batch)
-                await asyncio.sleep(0.05)
-                self._check_wanted.set()
-
-    async def _refresh_leases(self) -> None:
-        lease_ms = int(self.lease_ttl * 1000)
-        while True:
-            await asyncio.sleep(self.lease_ttl / 3)
-            waiting = list(self._waiters)
-            with contextlib.suppress(RedisError, OSError):
-                for start in range(0, len(waiting), _CHUNK):
-                    async with self._r.pipeline(transaction=False) as pipe:
-                        for ask_id in waiting[start : start + _CHUNK]:
-                            pipe.pexpire(self.keys.lease(ask_id), lease_ms)
-                        await pipe.execute()
-
+    @_guarded("wait")
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
         """Wait for the ask to leave ``pending``; take the answer if it is this waiter's.
 
@@ -649,34 +461,19 @@ class RedisStore(Store):
         (this waiter's lease had lapsed); ``None`` on timeout or for an unknown ask.
         """
         await self._init()
-        self._start()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        try:
-            async with asyncio.timeout_at(deadline):
-                await self._subscribed.wait()
-        except TimeoutError:
-            return None
+        self._wakeups.start()
+        deadline = asyncio.get_running_loop().time() + timeout
         while True:
-            fut: asyncio.Future[None] = loop.create_future()
-            self._waiters.setdefault(ask_id, set()).add(fut)
-            self._checks.add(ask_id)
-            self._check_wanted.set()
             try:
                 async with asyncio.timeout_at(deadline):
-                    await fut
+                    await self._wakeups.subscribed()
+                    await self._wakeups.woken(ask_id)
             except TimeoutError:
                 return None
-            finally:
-                group = self._waiters.get(ask_id)
-                if group is not None:
-                    group.discard(fut)
-                    if not group:
-                        del self._waiters[ask_id]
             reply = await self._run("take", ask_id)
             if reply[0] == "missing":
                 return None
-            record = _record(_pairs(reply[1]))
+            record = codec.record(codec.pairs(reply[1]))
             if reply[0] == "taken":
                 self._unindex_soon(ask_id)
             if record.status is not AskStatus.PENDING:
@@ -698,7 +495,7 @@ class RedisStore(Store):
             ask_id = (fields or {}).get("ask")
             reply = await self._run("deliver", ask_id, entry_id) if ask_id else ["gone"]
             if reply[0] == "deliver":
-                out.append(Delivery(entry_id, _record(_pairs(reply[1]))))
+                out.append(Delivery(entry_id, codec.record(codec.pairs(reply[1]))))
             else:  # trimmed, past retention, or a duplicate entry of an ask already delivered
                 await self._r.xack(self.keys.feed, self.group, entry_id)
         return out
@@ -706,44 +503,49 @@ class RedisStore(Store):
     async def feed(self, consumer: str) -> AsyncIterator[Delivery]:
         """Deliveries for ``consumer``: first its own unacknowledged ones (after a restart), then
         entries idle too long at other consumers (they died), then new ones."""
-        await self._init()
-        await self._ensure_group()
-        stream = self.keys.feed
-        pending = await self._r.xreadgroup(self.group, consumer, {stream: "0"}, count=_CHUNK)
-        for _, entries in pending:
-            for delivery in await self._deliveries(entries):
-                yield delivery
-        idle_ms = int(self.claim_idle * 1000)
-        while True:
-            try:
-                claimed = await self._r.xautoclaim(
-                    stream, self.group, consumer, idle_ms, "0-0", count=100
-                )
-                for delivery in await self._deliveries(claimed[1]):
-                    yield delivery
-                fresh = await self._r.xreadgroup(
-                    self.group, consumer, {stream: ">"}, count=100, block=1000
-                )
-            except ResponseError as exc:
-                if "NOGROUP" not in str(exc):
-                    raise
-                await self._ensure_group()
-                continue
-            for _, entries in fresh or []:
+        with _reaching("feed"):
+            await self._init()
+            await self._ensure_group()
+            stream = self.keys.feed
+            pending = await self._r.xreadgroup(
+                self.group, consumer, {stream: "0"}, count=PIPELINE_CHUNK
+            )
+            for _, entries in pending:
                 for delivery in await self._deliveries(entries):
                     yield delivery
+            idle_ms = int(self.claim_idle * 1000)
+            while True:
+                try:
+                    claimed = await self._r.xautoclaim(
+                        stream, self.group, consumer, idle_ms, "0-0", count=100
+                    )
+                    for delivery in await self._deliveries(claimed[1]):
+                        yield delivery
+                    fresh = await self._r.xreadgroup(
+                        self.group, consumer, {stream: ">"}, count=100, block=1000
+                    )
+                except ResponseError as exc:
+                    if "NOGROUP" not in str(exc):
+                        raise
+                    await self._ensure_group()
+                    continue
+                for _, entries in fresh or []:
+                    for delivery in await self._deliveries(entries):
+                        yield delivery
 
+    @_guarded("ack")
     async def ack(self, delivery: Delivery) -> None:
         await self._init()
         await self._r.xack(self.keys.feed, self.group, delivery.delivery_id)
 
     async def aclose(self) -> None:
+        """Stop the background tasks, then close every connection."""
         if self._follower is not None:
-            self._tasks.append(self._follower)
+            await stop(self._follower)  # not a bare cancel: see bridge.aio
             self._follower = None
-        for task in [*self._tasks, *self._background]:
-            await stop(task)  # not a bare cancel: see bridge.aio
-        self._tasks = []
+        await self._wakeups.aclose()
+        for task in list(self._background):
+            await stop(task)
         if self._sub is not self._r:
             await self._sub.aclose()
         await self._r.aclose()

@@ -1,0 +1,188 @@
+"""Opening Redis from a URL: standalone, TLS, Sentinel (following ``+switch-master``) or Cluster.
+
+:func:`connect` returns the command client and a *subscriber*, whose ``pubsub()`` carries the
+wake-ups (:mod:`bridge.store.redis_wakeups`). Why a store follows Sentinel's announcements rather
+than trusting its pooled connections: see :mod:`bridge.store.redis`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any, cast
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry  # not redis.retry.Retry: that one never awaits, so no retries
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.utils import str_if_bytes
+
+DEFAULT_MAX_CONNECTIONS = 4
+
+
+def _retry() -> Retry:
+    """Ride out a restart or failover of a few seconds instead of failing the caller."""
+    return Retry(ExponentialBackoff(cap=1.0, base=0.02), retries=12)
+
+
+def _common(**extra: Any) -> dict[str, Any]:
+    return {
+        "decode_responses": True,
+        "retry": _retry(),
+        "retry_on_error": [RedisConnectionError, RedisTimeoutError, OSError],
+        "socket_keepalive": True,
+        **extra,
+    }
+
+
+def connect(url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> tuple[Any, Any]:
+    """``(client, subscriber)`` for a URL; the subscriber's ``pubsub()`` carries every wake-up.
+
+    ``redis://`` / ``rediss://`` (TLS) / ``unix://``: one server; user and password in the URL.
+    ``redis+cluster://`` / ``rediss+cluster://``: any node of a Cluster.
+    ``redis+sentinel://[user:pass@]host:port[,host:port...]/service[/db]`` (``rediss+sentinel``
+    for TLS): the master of ``service`` as Sentinel reports it, following failovers.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme.endswith("+cluster"):
+        plain = urlunsplit((scheme.removesuffix("+cluster"), *parts[1:]))
+        cluster = RedisCluster.from_url(
+            plain, max_connections=max(max_connections, 100), **_common()
+        )
+        return cluster, ClusterSubscriber(cluster, plain)
+    if scheme.endswith("+sentinel"):
+        return _sentinel(parts, scheme.removesuffix("+sentinel"), max_connections)
+    pool = BlockingConnectionPool.from_url(
+        url, max_connections=max_connections, timeout=None, **_common()
+    )
+    client = Redis.from_pool(pool)
+    return client, client
+
+
+def _sentinel(parts: Any, scheme: str, max_connections: int) -> tuple[Any, Any]:
+    netloc = parts.netloc
+    auth, _, hosts = netloc.rpartition("@")
+    username, _, password = auth.partition(":")
+    nodes = []
+    for hostport in hosts.split(","):
+        host, _, port = hostport.rpartition(":")
+        nodes.append((host or hostport, int(port) if host else 26379))
+    path = [p for p in parts.path.split("/") if p]
+    if not path:
+        raise ValueError("a Sentinel URL names the service: redis+sentinel://host:26379/mymaster")
+    service = path[0]
+    db = int(path[1]) if len(path) > 1 else 0
+    query = parse_qs(parts.query)
+    kwargs = _common(
+        db=db,
+        username=unquote(username) or None,
+        password=unquote(password) or None,
+        ssl=scheme == "rediss",
+        max_connections=max_connections,
+    )
+    sentinel_password = query.get("sentinel_password", [None])[0]
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        nodes,
+        sentinel_kwargs={"password": sentinel_password, "ssl": scheme == "rediss"},
+        **kwargs,
+    )
+    client = sentinel.master_for(service, connection_pool_class=_BlockingSentinelPool, timeout=None)
+    return client, SentinelSubscriber(client, sentinel, service)
+
+
+class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+    """Sentinel's pool, but waiting for a free connection like the standalone pool does, instead
+    of failing the caller with "Too many connections" when more commands run than it holds."""
+
+    async def drop_connections(self) -> None:
+        """The master moved: idle connections close now, busy ones when given back, so every
+        next command connects to the master Sentinel names now."""
+        await self.update_active_connections_for_reconnect()  # type: ignore[no-untyped-call]
+        await self.disconnect(inuse_connections=False)
+
+
+class SentinelSubscriber:
+    """Wake-ups ride the master's own pool; closing this closes the links to the Sentinels."""
+
+    def __init__(self, client: Redis, sentinel: Sentinel, service: str) -> None:
+        self._client = client
+        self._sentinel = sentinel
+        self._service = service
+
+    def pubsub(self) -> Any:
+        return self._client.pubsub()
+
+    async def follow(self, moved: Callable[[], None]) -> None:
+        """Forever: hear ``+switch-master`` from one Sentinel (the next one if that fails); when
+        it names our service -- or, on (re)subscribing, the master is not the one the pool knows
+        (it moved while nobody listened) -- drop the pool's connections, then call ``moved``."""
+        pool = cast(_BlockingSentinelPool, self._client.connection_pool)
+        turn, backoff = 0, 0.02
+        while True:
+            sentinels: list[Any] = self._sentinel.sentinels
+            pubsub = sentinels[turn % len(sentinels)].pubsub()
+            turn += 1
+            try:
+                await pubsub.subscribe("+switch-master")
+                async for message in pubsub.listen():
+                    if message["type"] == "subscribe":
+                        backoff = 0.02
+                    if await self._switched(message, pool.master_address):
+                        await pool.drop_connections()
+                        moved()
+            except (RedisError, OSError):
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+            finally:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()
+
+    async def _switched(self, message: dict[str, Any], known: Any) -> bool:
+        if message["type"] == "subscribe":
+            return known is not None and known != await self._sentinel.discover_master(
+                self._service
+            )
+        if message["type"] != "message":
+            return False
+        # "+switch-master" data: "<service> <old ip> <old port> <new ip> <new port>"
+        return bool(str_if_bytes(message["data"]).split(" ", 1)[0] == self._service)
+
+    async def aclose(self) -> None:
+        await self._sentinel.aclose()
+
+
+class ClusterSubscriber:
+    """Plain PUBLISH reaches every Cluster node, so one subscription to any node hears it all."""
+
+    def __init__(self, cluster: RedisCluster, url: str) -> None:
+        self._cluster = cluster
+        self._url = url
+        self._client: Redis | None = None
+
+    def pubsub(self) -> Any:
+        if self._client is None:
+            nodes = self._cluster.get_nodes()
+            node = nodes[0] if nodes else None
+            parts = urlsplit(self._url)
+            netloc = parts.netloc
+            if node is not None:
+                auth, at, _ = netloc.rpartition("@")
+                netloc = f"{auth}{at}{node.host}:{node.port}"
+            url = urlunsplit((parts.scheme, netloc, "", parts.query, ""))
+            self._client = Redis.from_url(url, **_common())
+        return self._client.pubsub()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
+PIPELINE_CHUNK = 500
+"""Most commands one pipeline sends in one round trip (bounds a reply's size on big batches)."""

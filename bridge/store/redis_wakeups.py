@@ -1,0 +1,156 @@
+"""Waking waiting calls of one :class:`~bridge.store.redis.RedisStore`, pushed rather than polled.
+
+Each script that ends an ask PUBLISHes its id on one channel (``Keys.events``). A store holds one
+subscription for all its waiters. After every (re)subscription -- and whenever a waiter registers
+-- the status of the asks concerned is re-read, so a wake-up published while the subscription was
+down, or before the waiter registered, is never missed. While a call waits, its ask's lease is kept
+alive, so an answer arriving meanwhile is handed to it rather than to the feed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from bridge.aio import stop
+from bridge.store.keys import Fields, Keys
+from bridge.store.redis_connect import PIPELINE_CHUNK
+
+
+class Wakeups:
+    """The subscription, the status re-check loop, the lease refresher and the waiters' futures.
+
+    The three background tasks start with the first wait (:meth:`start`) and end with
+    :meth:`aclose`.
+    """
+
+    def __init__(self, client: Any, subscriber: Any, keys: Keys, lease_ttl: float) -> None:
+        self._r = client
+        self._sub = subscriber
+        self._keys = keys
+        self._lease_ms = int(lease_ttl * 1000)
+        self._refresh_every = lease_ttl / 3
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._checks: set[str] = set()
+        self._check_wanted = asyncio.Event()
+        self._subscribed = asyncio.Event()
+        self._listener: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._retired: set[asyncio.Task[None]] = set()
+        self.resubscriptions = 0
+        """How often the subscription was (re)established."""
+
+    def start(self) -> None:
+        """Start the background tasks, once."""
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen(), name="ask-bridge wake-ups")
+            self._tasks = [
+                asyncio.create_task(self._check_loop(), name="ask-bridge status checks"),
+                asyncio.create_task(self._refresh_leases(), name="ask-bridge leases"),
+            ]
+
+    def resubscribe(self) -> None:
+        """Subscribe anew (the master moved: the old one never hears a PUBLISH made on the new one,
+        yet is kept alive for a while); the fresh subscription re-reads waiting asks."""
+        if self._listener is None:
+            return
+        self._subscribed.clear()
+        old = self._listener
+        old.cancel()
+        self._retired.add(old)
+        old.add_done_callback(self._retired.discard)
+        self._listener = asyncio.create_task(self._listen(), name="ask-bridge wake-ups")
+
+    async def subscribed(self) -> None:
+        """Return once the subscription is live."""
+        await self._subscribed.wait()
+
+    async def woken(self, ask_id: str) -> None:
+        """Return once the ask has (probably) left ``pending``: a wake-up arrived for it, or a
+        re-read found it not pending. The caller reads the outcome itself."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(ask_id, set()).add(fut)
+        self._checks.add(ask_id)
+        self._check_wanted.set()
+        try:
+            await fut
+        finally:
+            group = self._waiters.get(ask_id)
+            if group is not None:
+                group.discard(fut)
+                if not group:
+                    del self._waiters[ask_id]
+
+    async def aclose(self) -> None:
+        tasks = [*([self._listener] if self._listener else []), *self._tasks, *self._retired]
+        for task in tasks:
+            await stop(task)  # not a bare cancel: see bridge.aio
+        self._listener, self._tasks = None, []
+
+    def _wake(self, ask_id: str) -> None:
+        for fut in self._waiters.get(ask_id, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    async def _listen(self) -> None:
+        backoff = 0.02
+        while True:
+            pubsub = self._sub.pubsub()
+            try:
+                await pubsub.subscribe(self._keys.events)
+                async for message in pubsub.listen():
+                    kind = message["type"]
+                    if kind == "subscribe":
+                        # (re)subscribed: anything published while away is found by re-reading
+                        self.resubscriptions += 1
+                        backoff = 0.02
+                        self._checks.update(self._waiters)
+                        self._check_wanted.set()
+                        self._subscribed.set()
+                    elif kind == "message":
+                        self._wake(message["data"])
+            except (RedisError, OSError):
+                self._subscribed.clear()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+            finally:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()
+
+    async def _check_loop(self) -> None:
+        """Batch status reads (and lease refreshes) for waiters that just registered or whose
+        subscription was just made anew."""
+        while True:
+            await self._check_wanted.wait()
+            self._check_wanted.clear()
+            batch = [a for a in self._checks if a in self._waiters]
+            self._checks.clear()
+            try:
+                for start in range(0, len(batch), PIPELINE_CHUNK):
+                    chunk = batch[start : start + PIPELINE_CHUNK]
+                    async with self._r.pipeline(transaction=False) as pipe:
+                        for ask_id in chunk:
+                            pipe.hget(self._keys.rec(ask_id), Fields.STATUS)
+                            pipe.set(self._keys.lease(ask_id), "1", px=self._lease_ms)
+                        replies = await pipe.execute()
+                    for ask_id, status in zip(chunk, replies[::2], strict=True):
+                        if status != "pending":
+                            self._wake(ask_id)
+            except (RedisError, OSError):
+                self._checks.update(batch)
+                await asyncio.sleep(0.05)
+                self._check_wanted.set()
+
+    async def _refresh_leases(self) -> None:
+        while True:
+            await asyncio.sleep(self._refresh_every)
+            waiting = list(self._waiters)
+            with contextlib.suppress(RedisError, OSError):
+                for start in range(0, len(waiting), PIPELINE_CHUNK):
+                    async with self._r.pipeline(transaction=False) as pipe:
+                        for ask_id in waiting[start : start + PIPELINE_CHUNK]:
+                            pipe.pexpire(self._keys.lease(ask_id), self._lease_ms)
+                        await pipe.execute()
