@@ -60,6 +60,7 @@ class FakeSlack:
     _triggers: dict[str, tuple[float, bool]] = field(default_factory=dict)
     _limited: dict[str, int] = field(default_factory=dict)
     _failing: dict[str, str] = field(default_factory=dict)
+    _delays: dict[str, float] = field(default_factory=dict)
     _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _changed: asyncio.Condition | None = None
     _runner: web.AppRunner | None = None
@@ -76,6 +77,10 @@ class FakeSlack:
 
     def rate_limit(self, method: str, retry_after: int = 0) -> None:
         self._limited[method] = retry_after
+
+    def delay(self, method: str, seconds: float) -> None:
+        """Every later call of ``method`` is answered ``seconds`` late (a slow API)."""
+        self._delays[method] = seconds
 
     def fail_next(self, method: str, error: str = "internal_error") -> None:
         """The next call of ``method`` fails with Slack's ``{"ok": false, "error": ...}``."""
@@ -127,6 +132,8 @@ class FakeSlack:
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await _read_args(request)
+        if method in self._delays:
+            await asyncio.sleep(self._delays[method])
         if method in self._limited:
             retry_after = self._limited.pop(method)
             await self._record(Call(method, args, ok=False, error="ratelimited"))

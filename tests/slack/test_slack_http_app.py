@@ -29,13 +29,14 @@ from slack_sdk.errors import SlackApiError
 
 from bridge import replies
 from bridge.ask import AskStatus, Responder
+from bridge.http_server import HttpServer
 from bridge.models import Answer
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 from platforms.slack.app import build_app
 from platforms.slack.client import make_client
 from platforms.slack.groups import GroupResolver
-from platforms.slack.http import HttpServer
+from platforms.slack.http import events_route
 from platforms.slack.poster import SlackPoster
 
 DEPLOY = q("Ship the release now?", "Deploy", ["Yes", "No", "Wait"])
@@ -222,6 +223,73 @@ async def test_unauthorised_user_gets_an_ephemeral_and_nothing_changes(bolt: Bol
     assert bolt.fake.ok_calls("chat.update") == []
 
 
+async def test_an_accepting_click_is_stored_before_its_200(bolt: Bolt) -> None:
+    """The verdict is stored before Slack sees the ack: a process killed right after the 200
+    cannot lose the click. A slow group lookup (300 ms) makes the order observable."""
+    record = await bolt.ask([DEPLOY], answerers=("S0REVIEW",))
+    bolt.fake.delay("usergroups.users.list", 0.3)
+    status, _ = await bolt.send(click(bolt, record, "U0GROUPIE", f"askb:pick:{record.id}:0:2"))
+    assert status == 200
+    done = await bolt.store.get(record.id)  # read at once: no waiting for background work
+    assert done is not None and done.status is AskStatus.ANSWERED
+
+
+async def test_a_slow_store_acks_in_time_and_tells_the_verdict_later(bolt: Bolt) -> None:
+    """Past the answering layer's budget the click is acked first (Slack's 3 s still hold) and
+    the person learns the outcome from an ephemeral message."""
+    assert bolt.interactions is not None
+    bolt.interactions.answering.ack_budget = 0.05
+    record = await bolt.ask([DEPLOY], answerers=("S0REVIEW",))
+    bolt.fake.delay("usergroups.users.list", 0.5)
+    started = time.monotonic()
+    status, _ = await bolt.send(click(bolt, record, "U0MALLORY", f"askb:pick:{record.id}:0:2"))
+    assert status == 200 and time.monotonic() - started < 0.4
+    (note,) = await bolt.fake.wait_for("chat.postEphemeral", lambda c: c["user"] == "U0MALLORY")
+    assert "you can't answer this one" in note["text"]
+
+
+@pytest.mark.parametrize(
+    "action_id", ["askb:pick:{id}:0:-1", "askb:pick:{id}:0", "askb:pick:{id}:0:7", "askb:zap:{id}"]
+)
+async def test_a_malformed_action_id_of_ours_is_explained(bolt: Bolt, action_id: str) -> None:
+    record = await bolt.ask([DEPLOY])
+    forged = click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0")
+    forged["actions"][0]["action_id"] = action_id.format(id=record.id)
+    status, _ = await bolt.send(forged)
+    assert status == 200
+    (note,) = await bolt.fake.wait_for("chat.postEphemeral", lambda c: c["user"] == "U0ALICE")
+    assert note["text"] == replies.BAD_CONTROL
+    await pending_still(bolt, record.id)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {"q7.pick": {"pick": {"type": "radio_buttons", "selected_option": {"value": "0"}}}},
+        {"q0.pick": {"pick": {"type": "radio_buttons", "selected_option": {"value": "9"}}}},
+        {"q0.pick": {"pick": {"type": "checkboxes", "selected_options": [{"value": "x"}]}}},
+    ],
+    ids=["empty", "no-such-question", "option-out-of-range", "not-an-index"],
+)
+async def test_a_malformed_form_is_refused_and_changes_nothing(
+    bolt: Bolt, values: dict[str, Any]
+) -> None:
+    record = await bolt.ask(FORM)
+    view_id = await open_modal(bolt, record, "U0ALICE", f"askb:answer:{record.id}")
+    status, body = await bolt.send(view_submission(bolt.fake, view_id, "U0ALICE", values))
+    assert status == 200
+    answer = json.loads(body)
+    assert answer["response_action"] == "errors" and answer["errors"]
+    await pending_still(bolt, record.id)
+
+
+async def pending_still(bolt: Bolt, ask_id: str) -> None:
+    still = await bolt.store.get(ask_id)
+    assert still is not None and still.status is AskStatus.PENDING and still.answers is None
+    assert bolt.fake.ok_calls("chat.update") == []
+
+
 async def test_user_group_member_may_answer(bolt: Bolt) -> None:
     record = await bolt.ask([DEPLOY], answerers=("U0BOSS", "S0REVIEW"))
     await bolt.send(click(bolt, record, "U0GROUPIE", f"askb:pick:{record.id}:0:2"))
@@ -261,7 +329,7 @@ async def test_forged_or_stale_signature_is_refused(bolt: Bolt, forgery: str) ->
     else:
         headers = signed(body)
         body = body.replace("U0ALICE", "U0EVE")
-    async with bolt.session.post(bolt.server.url, data=body, headers=headers) as resp:
+    async with bolt.session.post(bolt.url, data=body, headers=headers) as resp:
         assert resp.status == 401
     # A good request afterwards is handled, proving the refused one left nothing behind.
     await bolt.send(click(bolt, record, "U0BOB", f"askb:pick:{record.id}:0:1"))
@@ -375,7 +443,7 @@ async def test_slow_preparation_opens_a_loading_modal_first(
 ) -> None:
     client = make_client(BOT_TOKEN, fake.url)
     app, _ = build_app(store, client, signing_secret="test-signing-secret", fast_path=0.0)
-    server = HttpServer(app, "127.0.0.1", 0)
+    server = HttpServer([events_route(app)], "127.0.0.1", 0)
     await server.start()
     try:
         async with aiohttp.ClientSession() as session:
@@ -395,7 +463,7 @@ async def test_store_down_during_a_click(fake: FakeSlack, tmp_path: Path) -> Non
         store = RedisStore.from_url(srv.url, prefix=f"t{uuid.uuid4().hex[:8]}")
         client = make_client(BOT_TOKEN, fake.url)
         app, _ = build_app(store, client, signing_secret="test-signing-secret", store_timeout=0.5)
-        server = HttpServer(app, "127.0.0.1", 0)
+        server = HttpServer([events_route(app)], "127.0.0.1", 0)
         await server.start()
         try:
             async with aiohttp.ClientSession() as session:
