@@ -44,7 +44,7 @@ from bridge.ask import AskRecord, AskStatus, Responder
 from bridge.models import Answer, QuestionSet
 from bridge.poster import Poster
 from bridge.replies import Replies
-from bridge.store.base import Store
+from bridge.store.base import Store, StoreUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -256,10 +256,13 @@ class Answering:
         "unavailable" -- nothing is known to have changed -- never a half-done click."""
         try:
             return await asyncio.wait_for(op, self.store_timeout)
+        except (StoreUnavailable, TimeoutError) as exc:
+            log.warning("store unavailable while judging a click: %s", exc or "timed out")
+            raise Unavailable(str(exc)) from exc
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
-            log.warning("store unavailable while judging a click: %r", exc)
+        except Exception as exc:  # a lookup's own failure (a platform API error), or a bug
+            log.warning("a click could not be judged", exc_info=True)
             raise Unavailable(str(exc)) from exc
 
     # -- timing and background work -------------------------------------------------------------
