@@ -11,6 +11,12 @@ pydantic-ai, the OpenAI Agents SDK, both LangChain tools, the MCP server) unwrap
 :func:`questions_from_arguments` first, so every host answers the same mistakes with the same
 words. (Claude's built-in ``AskUserQuestion`` is not our tool: its input keeps only the contract's
 fields, :data:`QUESTION_FIELDS` and :data:`OPTION_FIELDS`, before the same checks.)
+
+Whether a text is empty, and whether two labels (or two questions) are the same, is decided on what
+a person sees (:func:`bridge.text.look`): every platform shows text without zero-width, bidi, tag
+and control characters, so a label of only such characters would show as nothing, and "Approve"
+next to "Appro\\u200bve" as two identical buttons. The texts themselves are kept as sent (stripped),
+so answers quote the model's own words.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from bridge.models import (
     Question,
     QuestionSet,
 )
+from bridge.text import look
 
 QUESTION_FIELDS = ("question", "header", "options", "multiSelect")
 OPTION_FIELDS = ("label", "description")
@@ -159,13 +166,13 @@ class _Checker:
             self.add(f"{where} must be a string, got {json_type(value)}: {_FIX[key]}")
             return None
         stripped = value.strip()
-        if not stripped:
-            self.add(f"{where} is empty: {_FIX[key]}")
-            return None
         try:
             stripped.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates, e.g. from a "\ud800" JSON escape
             self.add(f"{where} is not valid Unicode text: remove the broken characters")
+            return None
+        if not look(stripped):  # blank, or only characters no platform shows
+            self.add(f"{where} is empty: {_FIX[key]}")
             return None
         limit = _MAX_LENGTH.get(key)
         if limit is not None and len(stripped) > limit:
@@ -218,7 +225,7 @@ class _Checker:
                 f"{MIN_OPTIONS} to {MAX_OPTIONS} options (the person can always type their own "
                 "answer, so do not add an 'Other' option)"
             )
-        seen: dict[str, int] = {}
+        seen: dict[str, tuple[int, str]] = {}
         for j, option in enumerate(options[: MAX_OPTIONS + _EXTRA_CHECKED]):
             opath = f"{where}[{j}]"
             ob = _as_mapping(option)
@@ -232,13 +239,22 @@ class _Checker:
             self.text(ob, "description", opath)
             if label is None:
                 continue
-            if label in seen:
+            first = seen.setdefault(look(label), (j, label))
+            if first[0] != j:
                 self.add(
-                    f"{opath}.label {_short(label)} repeats {where}[{seen[label]}].label: give "
-                    "each option of a question a distinct label"
+                    f"{opath}.label {_short(label)} repeats {where}[{first[0]}].label"
+                    f"{_alike(label, first[1])}: give each option of a question a distinct label"
                 )
-            else:
-                seen[label] = j
+
+
+def _alike(text: str, first: str) -> str:
+    """Why ``text`` repeats ``first`` when the model sent two different strings."""
+    if text == first:
+        return ""
+    return (
+        " (they differ only in invisible characters, spacing or how accents are encoded, so "
+        "they look the same)"
+    )
 
 
 def validate_questions(raw: object) -> QuestionSet:
@@ -269,18 +285,17 @@ def validate_questions(raw: object) -> QuestionSet:
             f"questions has {len(items)} items: give at most {MAX_QUESTIONS} questions (ask the "
             "most important ones now and the rest in a later call)"
         )
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, str]] = {}
     for i, item in enumerate(items[: MAX_QUESTIONS + _EXTRA_CHECKED]):
         text = checker.question(item, f"questions[{i}]")
         if text is None:
             continue
-        if text in seen:
+        first = seen.setdefault(look(text), (i, text))
+        if first[0] != i:
             checker.add(
-                f"questions[{i}].question repeats questions[{seen[text]}].question: give each "
-                "question a distinct text"
+                f"questions[{i}].question repeats questions[{first[0]}].question"
+                f"{_alike(text, first[1])}: give each question a distinct text"
             )
-        else:
-            seen[text] = i
     if checker.problems:
         _reject(checker.problems)
     try:

@@ -1,8 +1,9 @@
 """Making untrusted text safe and short enough for Slack.
 
 Text from the model or a teammate is escaped (``&``, ``<``, ``>``) so ``<!channel>``, ``<@U…>`` and
-``<https://…|links>`` in it ping and link nobody, and stripped of control characters. It is cut
-visibly with ``…`` to a *cost*: the UTF-16 length of its JSON encoding after escaping. That cost is
+``<https://…|links>`` in it ping and link nobody, and stripped of invisible and control characters
+(:func:`bridge.text.visible`, the rule every platform shows text by). It is cut visibly with ``…``
+to a *cost*: the UTF-16 length of its JSON encoding after escaping. That cost is
 never below Slack's character count for a field, and the sum of costs bounds the block JSON size
 Slack measures for ``msg_blocks_too_long``, so a rendering can be proved to fit.
 """
@@ -11,16 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
+
+from bridge.text import visible
 
 ELLIPSIS = "…"
 BLANK = "(blank)"
 
-_CONTROL = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0/C1 controls except \t and \n
-    r"\u2028\u2029\u202a-\u202e\u2066-\u2069"  # line separators, bidi overrides
-    r"\ud800-\udfff]"  # lone surrogates (unencodable)
-)
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,30}$")
 _GROUP_ID = re.compile(r"^S[A-Z0-9]{2,30}$")
 
@@ -31,9 +28,10 @@ def escape(text: str) -> str:
 
 
 def clean(text: str) -> str:
-    """Drop control, bidi-override and lone surrogate characters (keeping newlines and tabs), so
-    nothing invisible or unencodable reaches Slack; never empty, as Slack refuses empty texts."""
-    cleaned = _CONTROL.sub("", unicodedata.normalize("NFC", text))
+    """Only what shows (:func:`bridge.text.visible`: no controls, bidi overrides, zero-width or
+    other invisible characters, keeping newlines and tabs), so nothing invisible or unencodable
+    reaches Slack; never empty, as Slack refuses empty texts."""
+    cleaned = visible(text)
     return cleaned if cleaned.strip() else BLANK
 
 

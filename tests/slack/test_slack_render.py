@@ -210,3 +210,51 @@ def test_rerenders_use_fresh_block_ids() -> None:
     second = {b["block_id"] for b in block_dicts(render_message(record))}
     assert first.isdisjoint(second)
     assert _check_blocks(block_dicts(render_message(record))) is None
+
+
+INVISIBLE = [
+    *"\u200b\u200c\u200d\u200e\u200f\u061c\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u180e",
+    *map(chr, range(0x202A, 0x202F)),  # bidi embeddings and overrides
+    *map(chr, range(0x2066, 0x206A)),  # bidi isolates
+    *map(chr, range(0xE0000, 0xE0080)),  # tag characters
+    *map(chr, range(0x00, 0x09)),
+    *map(chr, range(0x0B, 0x20)),
+    *map(chr, range(0x7F, 0xA0)),  # controls other than tab and newline
+]
+TAGS = "".join(chr(0xE0000 + ord(c)) for c in "say yes")
+
+
+def rendered_json(qs: QuestionSet, other: str) -> str:
+    """Every rendering of ``qs`` (each status, the form, the other-answer views) as JSON text."""
+    out = []
+    for record in statuses(qs, other, "U0ANA"):
+        message = render_message(record)
+        out += [json.dumps(block_dicts(message), ensure_ascii=False), message.text]
+    pending = statuses(qs, other, "U0ANA")[0]
+    views = [form_view(pending, ids.ModalMeta(pending.id, channel="C1", thread="1.2"))]
+    views += [other_view(pending, ids.ModalMeta(pending.id, "C1", question=0))]
+    out += [json.dumps(view.to_dict(), ensure_ascii=False) for view in views]
+    return "\n".join(out)
+
+
+def test_no_invisible_character_reaches_slack() -> None:
+    for char in INVISIBLE:
+        qs = one_question_set(
+            f"Appro{char}ve{char}?", f"H{char}d", (f"Ye{char}s", f"d{char}1"), (f"N{char}o", "d")
+        )
+        rendered = rendered_json(qs, f"o{char}t")
+        assert char not in rendered, f"U+{ord(char):04X}"
+        if not char.isspace():  # one-line places show a vertical tab and the like as a space
+            assert "Approve?" in rendered and "Yes" in rendered and "No" in rendered
+    assert fit("\u200b\u2060\ufeff" + TAGS, 10) == "(blank)"
+    # a presentation selector after a letter shows nothing either
+    qs = one_question_set("Go\ufe0f?", "H", ("Yes\ufe0f", "d"), ("No", "d"))
+    rendered = rendered_json(qs, "ok")
+    assert "Go?" in rendered and "Yes" in rendered and "s\ufe0f" not in rendered
+
+
+def test_emoji_sequences_reach_slack_whole() -> None:
+    coder, flag, heart = "\U0001f468\u200d\U0001f4bb", "\U0001f3f3\ufe0f\u200d\U0001f308", "❤️"
+    qs = one_question_set(f"Who {coder}?", "H", (flag, "d"), (heart, "d"))
+    rendered = rendered_json(qs, f"me {coder}")
+    assert coder in rendered and flag in rendered and heart in rendered

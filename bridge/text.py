@@ -1,0 +1,87 @@
+"""Untrusted text as people see it: without the characters that show as nothing.
+
+Model text can carry characters no reader sees: zero-width spaces and joiners, direction marks and
+overrides, word joiners, soft hyphens, byte order marks, Hangul fillers, Unicode tag characters
+(which can smuggle whole hidden sentences), stray variation selectors, and control characters. With
+them "Approve" and "Appro\\u200bve" are two options that look the same, and a label of "\\u200b"
+looks empty. :func:`visible` removes them (one rule, used by validation and by every platform's
+rendering), :func:`look` is the key under which two texts look the same.
+
+What is kept, so emoji still work: a zero-width joiner between two symbols (👨‍💻, 🏳️‍🌈) and a
+text or emoji presentation selector (U+FE0E, U+FE0F) directly after a non-ASCII symbol or
+punctuation mark (❤️), or in a keycap (1️⃣). Everywhere else they are invisible and go. Tag
+characters always go, so a subdivision flag (England's) shows as a plain black flag, and so does
+the zero-width non-joiner, so Persian or Indic words that use it may join where the writer split
+them: both are rare in questions, and a hidden difference between two options is worse.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_ALWAYS = re.compile(
+    r"["
+    r"\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 and C1 controls, except tab and newline
+    r"\u00ad\u034f\u061c"  # soft hyphen, combining grapheme joiner, Arabic letter mark
+    r"\u115f\u1160\u17b4\u17b5\u180b-\u180f"  # Hangul fillers, Khmer inherent vowels, Mongolian
+    r"\u200b\u200c\u200e\u200f"  # zero-width space and non-joiner, direction marks
+    r"\u202a-\u202e\u2060-\u206f"  # bidi embeddings and overrides, word joiner.., isolates
+    r"\u3164\ufe00-\ufe0d\ufeff\uffa0\ufff0-\ufff8"  # fillers, variation selectors 1-14, BOM
+    r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"  # shorthand and musical format controls
+    r"\U000e0000-\U000e0fff"  # tag characters, variation selectors 17-256
+    r"\ud800-\udfff"  # lone surrogates (no character at all; unencodable)
+    r"]"
+)
+"""Characters removed wherever they are: controls and Unicode's default-ignorable characters,
+except the three kept in emoji (ZWJ U+200D, selectors U+FE0E and U+FE0F)."""
+
+_LINE_BREAKS = str.maketrans({"\u2028": "\n", "\u2029": "\n"})
+_ZWJ = "\u200d"
+_PRESENTATION = "\ufe0e\ufe0f"
+_KEYCAP = "\u20e3"
+_SKIN_TONES = range(0x1F3FB, 0x1F400)
+
+
+def _symbol(char: str) -> bool:
+    return unicodedata.category(char) == "So"
+
+
+def _takes_presentation(before: str, after: str) -> bool:
+    """Whether a presentation selector between ``before`` and ``after`` changes what is shown."""
+    if not before:
+        return False
+    if before in "0123456789#*":
+        return after == _KEYCAP
+    return ord(before) > 0x7F and unicodedata.category(before)[0] in "SP"
+
+
+def _joined_base(kept: list[str]) -> str:
+    """The character a joiner appended to ``kept`` would follow, skin tones and selectors aside."""
+    for char in reversed(kept):
+        if char not in _PRESENTATION and ord(char) not in _SKIN_TONES:
+            return char
+    return ""
+
+
+def visible(text: str) -> str:
+    """``text`` without the characters that show as nothing, NFC-normalised; line and paragraph
+    separators become newlines. Idempotent; leading and trailing whitespace is left alone."""
+    chars = _ALWAYS.sub("", text.translate(_LINE_BREAKS))
+    kept: list[str] = []
+    for i, char in enumerate(chars):
+        after = chars[i + 1] if i + 1 < len(chars) else ""
+        if char == _ZWJ:
+            base = _joined_base(kept)
+            if not (base and _symbol(base) and after and _symbol(after)):
+                continue
+        elif char in _PRESENTATION and not _takes_presentation(kept[-1] if kept else "", after):
+            continue
+        kept.append(char)
+    return unicodedata.normalize("NFC", "".join(kept))
+
+
+def look(text: str) -> str:
+    """What ``text`` looks like, as a key: two texts with the same key cannot be told apart by a
+    reader (:func:`visible`, then every run of whitespace as one space, none at the ends)."""
+    return " ".join(visible(text).split())
