@@ -439,7 +439,8 @@ def _dead_port() -> int:
 @pytest.mark.parametrize("scheme", ["redis", "redis+cluster"])
 async def test_unreachable_redis_raises_store_unavailable(scheme: str) -> None:
     """Every operation names itself in one clear error, redis-py's error as its cause."""
-    store = RedisStore.from_url(f"{scheme}://127.0.0.1:{_dead_port()}", prefix="gone")
+    url = f"{scheme}://127.0.0.1:{_dead_port()}"
+    store = RedisStore.from_url(url, prefix="gone", max_connections=16)  # all retry at once
     rec = new_record()
     feed = store.feed("c1")
     calls = {
