@@ -31,7 +31,7 @@ import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -48,6 +48,9 @@ from bridge.result import HANDLER_FAILED, ToolOutcome
 from bridge.store.base import Store
 from bridge.tool import AskUserCallback, AskUserTool, tool_ask_user, tools_interactive
 from bridge.validation import questions_from_arguments, validate_questions
+
+if TYPE_CHECKING:
+    from bridge.runtime import Runtime
 
 PLATFORM_ENV = "ASK_BRIDGE_PLATFORM"
 CHANNEL_ENV = "ASK_BRIDGE_CHANNEL"
@@ -358,24 +361,36 @@ def create_server(
 
 @dataclass
 class ChatRoute:
-    """Where ``ask-bridge mcp`` posts questions: a platform, its store and the chat handler.
+    """Where ``ask-bridge mcp`` posts questions: a platform, the process's runtime (its store and
+    standalone policy) and the chat handler.
 
     ``serve_clicks`` is true when the store is this process's own (no ``REDIS_URL``): then no
-    other process can receive the people's clicks, so the server runs the platform's
-    interaction loop itself.
+    other process can receive the people's clicks, so the server receives them itself and sweeps
+    (:meth:`bridge.runtime.Runtime.own_clicks`), and the handler never defers (a wait that runs
+    out closes the ask as expired).
     """
 
     platform: Platform
-    store: Store
+    runtime: Runtime
     handler: AskUserCallback
-    serve_clicks: bool
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def serve_clicks(self) -> bool:
+        return self.runtime.standalone
 
 
 def chat_route_from_env(
-    wait: float | None = None, environ: Mapping[str, str] | None = None
+    wait: float | None = None,
+    environ: Mapping[str, str] | None = None,
+    runtime: Runtime | None = None,
 ) -> ChatRoute | None:
     """The chat route configured by ``ASK_BRIDGE_PLATFORM`` and ``ASK_BRIDGE_CHANNEL``, or
-    ``None`` when no platform is set. Raises ``PlatformUnavailable`` naming what is wrong."""
+    ``None`` when no platform is set. Raises ``PlatformUnavailable`` naming what is wrong,
+    including a platform that cannot receive its own clicks in a standalone process."""
     env = os.environ if environ is None else environ
     name = env.get(PLATFORM_ENV, "").strip()
     if not name:
@@ -392,15 +407,15 @@ def chat_route_from_env(
             f"{PLATFORM_ENV}={name} needs {CHANNEL_ENV}: the id of the channel to post to"
         )
     platform = resolve_platform(name)
-    from bridge.handler import AskPolicy, ChatHandler
-    from bridge.settings import EngineSettings, open_store
+    from bridge.handler import ChatHandler
+    from bridge.runtime import Runtime
 
+    runtime = runtime or Runtime()
+    runtime.check(platform)
     poster = platform.poster()
-    settings = EngineSettings()
-    store = open_store(settings)
-    policy = AskPolicy() if wait is None else AskPolicy(wait=wait)
-    handler = ChatHandler(poster, store, Destination(platform=name, channel=channel), policy)
-    return ChatRoute(platform, store, handler, serve_clicks=not settings.redis_url)
+    destination = Destination(platform=name, channel=channel)
+    handler = ChatHandler(poster, runtime.store, destination, runtime.policy(wait=wait))
+    return ChatRoute(platform, runtime, handler)
 
 
 # -- transports ----------------------------------------------------------------------------------

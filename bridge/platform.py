@@ -8,12 +8,16 @@ terminal fallback look it up by name. A third-party package can add a platform t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from bridge.aio import stop
 from bridge.poster import Poster
 from bridge.store.base import Store
+
+if TYPE_CHECKING:  # aiohttp is the slack extra's, imported only by a process that serves HTTP
+    from aiohttp import web
 
 ENTRY_POINT_GROUP = "ask_bridge.platforms"
 
@@ -22,9 +26,42 @@ class PlatformUnavailable(RuntimeError):
     """The platform is not installed (missing extra) or not configured (missing settings)."""
 
 
+@dataclass(frozen=True)
+class HttpRoute:
+    """One HTTP endpoint a :class:`Receiver` needs on the process's one server
+    (:mod:`bridge.http_server`): ``handler`` is an aiohttp request handler."""
+
+    method: str
+    path: str
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@runtime_checkable
+class Receiver(Protocol):
+    """How people's clicks reach this process, for one platform and one store.
+
+    A platform either holds a connection (Socket Mode, a gateway: :meth:`run` does the work) or is
+    called over HTTP (:meth:`routes`; :meth:`run` then only says it is ready); the runtime
+    (:func:`bridge.runtime.serving`) serves every receiver's routes from one HTTP server.
+    """
+
+    def routes(self) -> Sequence[HttpRoute]:
+        """The HTTP endpoints to add to the process's server; empty for connection holders."""
+        ...
+
+    async def run(self, ready: asyncio.Event) -> None:
+        """Receive until cancelled; set ``ready`` once clicks can arrive, after logging
+        (``logging``, INFO) the connection it holds, if any, so an operator can check it."""
+        ...
+
+    async def drain(self) -> None:
+        """On shutdown, after :meth:`run` has stopped: let clicks in flight finish."""
+        ...
+
+
 @runtime_checkable
 class Platform(Protocol):
-    """What a chat platform offers the engine: a poster, and a loop that handles people's clicks.
+    """What a chat platform offers the engine: a poster, and a receiver for people's clicks.
 
     A platform may also offer ``check_standalone()`` (see :class:`StandaloneCheck`); call it
     through :func:`check_standalone`.
@@ -32,33 +69,29 @@ class Platform(Protocol):
 
     name: str
 
+    def configured(self) -> bool:
+        """Whether its settings are present (environment or ``.env``): ``ask-bridge serve``
+        serves every configured platform."""
+        ...
+
     def poster(self) -> Poster:
         """A poster configured from the environment; raises ``PlatformUnavailable`` naming what
         is missing."""
         ...
 
-    async def serve(
-        self,
-        store: Store,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 3000,
-        ready: asyncio.Event | None = None,
-    ) -> None:
-        """Handle interactions until cancelled; set ``ready`` once clicks can be received.
-
-        Before setting ``ready`` it logs (``logging``, level INFO) where it receives them -- the
-        bound address, or the connection it holds -- so an operator can check it."""
+    def receiver(self, store: Store) -> Receiver:
+        """A receiver judging clicks by ``store``; raises ``PlatformUnavailable`` naming what is
+        missing."""
         ...
 
 
 @runtime_checkable
 class StandaloneCheck(Protocol):
-    """Optional for a :class:`Platform`: whether its :meth:`~Platform.serve` can run inside a
-    process that has no shared store (``ask`` or ``mcp`` without ``REDIS_URL``).
+    """Optional for a :class:`Platform`: whether its receiver can work inside a process that has
+    no shared store (``ask`` or ``mcp`` without ``REDIS_URL``).
 
     Such a process must handle the clicks on its own asks itself, and only for as long as it
-    lives, so a serve loop that needs something the process lacks (Slack's HTTP mode needs a
+    lives, so a receiver that needs something the process lacks (Slack's HTTP mode needs a
     public URL routed to it) would leave every click unanswered. A platform without this method
     is taken to serve anywhere.
     """
@@ -75,37 +108,56 @@ def check_standalone(platform: Platform) -> None:
         platform.check_standalone()
 
 
-async def start_serving(
-    platform: Platform, store: Store, *, host: str = "127.0.0.1", port: int = 3000
-) -> asyncio.Task[None]:
-    """Run ``platform.serve`` in a task; return the task once clicks can be received.
-
-    If serving ends before it is ready, raise why (its exception, else ``PlatformUnavailable``);
-    if the caller is cancelled meanwhile, serving is stopped too.
-    """
-    ready = asyncio.Event()
-    serving = asyncio.create_task(platform.serve(store, host=host, port=port, ready=ready))
-    readiness = asyncio.create_task(ready.wait())
-    try:
-        await asyncio.wait({serving, readiness}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        await stop(serving)
-        raise
-    finally:
-        readiness.cancel()
-    if serving.done():
-        serving.result()  # raises why it could not start
-        raise PlatformUnavailable(f"{platform.name} stopped before it was ready")
-    return serving
-
-
 def resolve_platform(name: str) -> Platform:
     """The chat platform registered as ``name``; ``PlatformUnavailable`` if it is not installed
-    or cannot post and serve (the console asks at the terminal only)."""
+    or cannot post and receive clicks (the console asks at the terminal only)."""
     found = load_platform(name)
     if not isinstance(found, Platform):
         raise PlatformUnavailable(f"platform {name!r} cannot post and serve chat interactions")
     return found
+
+
+def configured_platforms(names: Sequence[str] = ()) -> list[Platform]:
+    """The platforms ``ask-bridge serve`` serves: those named (each must be installed and
+    configured), or with no names every installed chat platform that is configured.
+
+    Raises ``PlatformUnavailable`` with a one-line reason when a named platform is not installed
+    or not configured, or when none is configured at all.
+    """
+    if names:
+        chosen = [resolve_platform(name) for name in dict.fromkeys(names)]
+        for platform in chosen:
+            if not platform.configured():
+                raise PlatformUnavailable(_unconfigured(platform))
+        return chosen
+    found: list[Platform] = []
+    missing: list[str] = []
+    for name in available_platforms():
+        try:
+            loaded = load_platform(name)
+        except PlatformUnavailable:
+            continue  # its extra is not installed: nothing to configure either
+        if not isinstance(loaded, Platform):
+            continue  # the console: no chat to receive clicks from
+        platform = loaded
+        if platform.configured():
+            found.append(platform)
+        else:
+            missing.append(_unconfigured(platform))
+    if not found:
+        raise PlatformUnavailable(
+            "no chat platform is configured" + (f" ({'; '.join(missing)})" if missing else "")
+        )
+    return found
+
+
+def _unconfigured(platform: Platform) -> str:
+    """Why ``platform`` is not configured, in its own words when its poster can say."""
+    try:
+        platform.poster()
+    except PlatformUnavailable as exc:
+        return f"{platform.name}: {exc}"
+    return f"{platform.name}: not configured"
 
 
 def available_platforms() -> list[str]:

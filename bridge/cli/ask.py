@@ -14,22 +14,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bridge.ask import AskRecord, AskStatus, Destination, MessageRef
-from bridge.errors import ToolRejected
+from bridge.ask import Destination
+from bridge.errors import InvalidQuestions, NotAnswered, ToolRejected
 from bridge.platform import PlatformUnavailable
-from bridge.poster import Poster
+
+if TYPE_CHECKING:
+    from bridge.result import ToolOutcome
 
 ANSWERED, FAILED, REJECTED, DEFERRED, ENDED = 0, 1, 2, 3, 4
-STANDALONE_DEFER = (
-    "ask-bridge ask: --mode defer needs REDIS_URL: without a shared store the ask lives only "
-    "as long as this process, so nothing could take the answer later. Set REDIS_URL and run "
-    "`ask-bridge serve`, or use --mode block."
-)
 
 
 def register(sub: Any) -> None:
@@ -106,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"ask-bridge ask: {exc}", file=sys.stderr)
         return FAILED
-    except ToolRejected as exc:
+    except InvalidQuestions as exc:
         print(exc.message, file=sys.stderr)
         return REJECTED
     if not (args.channel or args.user):
@@ -119,85 +116,47 @@ def run(args: argparse.Namespace) -> int:
         return FAILED
 
 
-class _Remember(Poster):
-    """Passes through to the platform's poster, remembering the ask so its end can be judged."""
-
-    def __init__(self, inner: Poster) -> None:
-        self.inner = inner
-        self.platform = inner.platform
-        self.record: AskRecord | None = None
-
-    async def post(self, record: AskRecord) -> MessageRef:
-        self.record = record
-        return await self.inner.post(record)
-
-    async def update(self, record: AskRecord) -> None:
-        await self.inner.update(record)
-
-
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
-    from bridge.aio import stop
-    from bridge.handler import AskPolicy, ChatHandler
-    from bridge.platform import check_standalone, resolve_platform, start_serving
-    from bridge.settings import EngineSettings, open_store
+    from bridge.handler import ChatHandler
+    from bridge.platform import resolve_platform
+    from bridge.runtime import Runtime, stop_on_signals
     from bridge.tool import tools_interactive
 
     platform = resolve_platform(args.platform)
-    settings = EngineSettings()
-    standalone = not settings.redis_url
-    if standalone:
-        if args.mode == "defer":
-            print(STANDALONE_DEFER, file=sys.stderr)
-            return FAILED
-        check_standalone(platform)
-    poster = _Remember(platform.poster())
-    store = open_store(settings)
-    serving: asyncio.Task[None] | None = None
+    runtime = Runtime()
     try:
-        if standalone:
-            serving = await start_serving(platform, store)
-        wait = args.wait if args.mode == "block" else 0.0
-        # Standalone, the ask dies with this process: deferring would leave a live message whose
-        # ask id points at nothing, so a wait that runs out closes it (re-rendered, exit 4).
-        close_on_timeout = standalone or (args.mode == "block" and wait >= args.expires)
-        policy = AskPolicy(
-            wait=min(wait, args.expires),
-            expires=args.expires,
-            on_timeout="error" if close_on_timeout else "defer",
-            mode=args.mode,
-            answerers=tuple(args.answerer),
+        policy = runtime.policy(
+            wait=args.wait, expires=args.expires, mode=args.mode, answerers=args.answerer
         )
-        destination = Destination(
-            platform=platform.name, channel=args.channel, thread=args.thread, user=args.user
-        )
-        handler = ChatHandler(poster, store, destination, policy)
-        (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
-        return await _outcome(tool, questions, poster, store)
-    finally:
-        if serving is not None:
-            await stop(serving)  # it only ever served this ask: how it ended changes nothing
-        await store.aclose()
+    except ValueError as exc:
+        print(f"ask-bridge ask: {exc}", file=sys.stderr)
+        return FAILED
+    runtime.check(platform)  # before anything is posted
+    destination = Destination(
+        platform=platform.name, channel=args.channel, thread=args.thread, user=args.user
+    )
+    handler = ChatHandler(platform.poster(), runtime.store, destination, policy)
+    (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
+    async with stop_on_signals():
+        try:
+            async with runtime.own_clicks(platform) as receiving:
+                return await _outcome(receiving.guard(tool.ainvoke(questions)))
+        finally:
+            await runtime.aclose()
+    # a signal stopped it: the handler closed the ask as cancelled and re-rendered it
+    print("ask-bridge ask: cancelled; the question set was closed", file=sys.stderr)
+    return ENDED
 
 
-async def _outcome(tool: Any, questions: Any, poster: _Remember, store: Any) -> int:
-    me = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        if me is not None:
-            loop.add_signal_handler(sig, me.cancel)
+async def _outcome(asking: Awaitable[ToolOutcome]) -> int:
+    """The exit status for how the ask ended, with its output."""
     try:
-        outcome = await tool.ainvoke(questions)
-    except asyncio.CancelledError:
-        print("ask-bridge ask: cancelled; the question set was closed", file=sys.stderr)
-        return ENDED
+        outcome = await asking
     except ToolRejected as exc:
         print(exc.message, file=sys.stderr)
-        record = await store.get(poster.record.id) if poster.record is not None else None
-        # no message: the post itself failed (the handler closes such an ask as cancelled)
-        if record is None or record.message is None:
-            return FAILED
-        ended = record.status in (AskStatus.EXPIRED, AskStatus.CANCELLED)
-        return ENDED if ended else FAILED
+        if isinstance(exc, InvalidQuestions):
+            return REJECTED
+        return ENDED if isinstance(exc, NotAnswered) else FAILED  # PostFailed and the rest: 1
     if outcome.deferred is not None:
         print(outcome.host_text, flush=True)
         return DEFERRED

@@ -57,9 +57,6 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import anyio
-
-    from bridge.aio import stop
     from bridge.mcp_server import (
         DEFAULT_PROGRESS_INTERVAL,
         bind,
@@ -68,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         serve_http,
         serve_stdio,
     )
-    from bridge.platform import PlatformUnavailable, check_standalone, start_serving
+    from bridge.platform import PlatformUnavailable
+    from bridge.runtime import stop_on_signals
 
     def fail(message: str) -> int:
         print(f"ask-bridge mcp: {message}", file=sys.stderr)
@@ -82,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         address = parse_address(args.http) if args.http else None
         route = chat_route_from_env(args.wait)
-        if route is not None and route.serve_clicks:
-            check_standalone(route.platform)
     except (ValueError, PlatformUnavailable) as exc:
         return fail(str(exc))
     server = create_server(route.handler if route else None, progress_interval=interval)
@@ -92,38 +88,26 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(f"cannot listen on {args.http}: {exc}")
 
+    async def transport() -> None:
+        if sock is None:
+            await serve_stdio(server)
+            return
+        print(f"ask-bridge mcp: serving http://{args.http}/mcp", file=sys.stderr, flush=True)
+        await serve_http(server, sock)
+
     async def main() -> None:
-        serving: asyncio.Task[None] | None = None
-        try:
-            if route is not None and route.serve_clicks:
-                serving = await start_serving(route.platform, route.store)
-            async with anyio.create_task_group() as tg:
-                if serving is not None:
-                    tg.start_soon(_until_done, serving)  # its failure stops the server
-                if sock is not None:
-                    print(
-                        f"ask-bridge mcp: serving http://{args.http}/mcp",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    await serve_http(server, sock)
-                else:
-                    await serve_stdio(server)
-                tg.cancel_scope.cancel()
-        finally:
-            if serving is not None:
-                await stop(serving)
-            if route is not None:
-                await route.store.aclose()
+        async with stop_on_signals():  # SIGINT/SIGTERM: a clean stop, asks closed
+            if route is None:
+                await transport()
+                return
+            try:
+                async with route.runtime.own_clicks(route.platform) as receiving:
+                    await receiving.guard(transport())  # a receiver's failure stops the server
+            finally:
+                await route.runtime.aclose()
 
     try:
-        anyio.run(main)
-    except KeyboardInterrupt:
-        return 130
-    except PlatformUnavailable as exc:  # the click loop could not start
+        asyncio.run(main())
+    except PlatformUnavailable as exc:  # the click loop could not start, or stopped
         return fail(str(exc))
     return 0
-
-
-async def _until_done(task: asyncio.Task[None]) -> None:
-    await task

@@ -6,11 +6,12 @@ Found by the core through the ``ask_bridge.platforms`` entry point as ``platform
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from functools import cached_property
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.platform import PlatformUnavailable
+from bridge.platform import HttpRoute, PlatformUnavailable
 from bridge.poster import Poster
 from bridge.store.base import Store
 from platforms.slack.client import make_client
@@ -20,10 +21,10 @@ from platforms.slack.settings import SlackSettings, load_settings
 
 class SlackPlatform:
     """Posting with the bot token; interactions over Socket Mode when ``SLACK_APP_TOKEN`` is set,
-    else over HTTP verified with ``SLACK_SIGNING_SECRET``.
+    else over HTTP verified with ``SLACK_SIGNING_SECRET`` (see :class:`SlackReceiver`).
 
     The settings are read from the environment once, on first use, and one Web API client serves
-    both the poster and the interaction loop."""
+    both the poster and the receiver."""
 
     name = "slack"
 
@@ -42,7 +43,7 @@ class SlackPlatform:
         return SlackPoster(self.client)
 
     def check_standalone(self) -> None:
-        """Raise ``PlatformUnavailable`` unless :meth:`serve` can run inside a process without a
+        """Raise ``PlatformUnavailable`` unless the receiver can work inside a process without a
         shared store (``ask``, ``mcp``), which must handle its own clicks: only Socket Mode
         needs no public URL."""
         if not self.settings.socket_mode:
@@ -52,32 +53,48 @@ class SlackPlatform:
                 "`ask-bridge serve`"
             )
 
-    async def serve(
-        self,
-        store: Store,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 3000,
-        ready: asyncio.Event | None = None,
-    ) -> None:
+    def configured(self) -> bool:
+        """``SLACK_BOT_TOKEN`` is set (environment or ``.env``): ``ask-bridge serve`` serves
+        Slack."""
+        token = self.settings.bot_token
+        return token is not None and bool(token.get_secret_value().strip())
+
+    def receiver(self, store: Store) -> SlackReceiver:
+        return SlackReceiver(self.settings, self.client, store)
+
+
+class SlackReceiver:
+    """Clicks judged by one store: over Socket Mode when ``SLACK_APP_TOKEN`` is set (a connection
+    this receiver holds), else over HTTP at ``POST /slack/events`` on the process's one server,
+    each request verified with ``SLACK_SIGNING_SECRET``."""
+
+    def __init__(self, settings: SlackSettings, client: AsyncWebClient, store: Store) -> None:
         from platforms.slack.app import build_app
 
-        settings = self.settings
-        signing = None if settings.socket_mode else settings.signing()
-        app, interactions = build_app(store, self.client, signing_secret=signing)
-        try:
-            if settings.socket_mode:
-                from platforms.slack.socket_mode import serve_socket_mode
+        self.app_token = settings.app() if settings.socket_mode else None
+        signing = None if self.app_token is not None else settings.signing()
+        self.app, self.interactions = build_app(store, client, signing_secret=signing)
 
-                await serve_socket_mode(app, settings.app(), ready)
-            else:
-                from platforms.slack.http import serve_http
+    def routes(self) -> Sequence[HttpRoute]:
+        if self.app_token is not None:
+            return ()
+        from platforms.slack.http import events_route
 
-                await serve_http(app, host, port, ready)
-        finally:
-            await interactions.drain()
+        return (events_route(self.app),)
+
+    async def run(self, ready: asyncio.Event) -> None:
+        if self.app_token is not None:
+            from platforms.slack.socket_mode import serve_socket_mode
+
+            await serve_socket_mode(self.app, self.app_token, ready)
+        else:  # HTTP: the process's server delivers the requests
+            ready.set()
+            await asyncio.Event().wait()
+
+    async def drain(self) -> None:
+        await self.interactions.drain()
 
 
 platform = SlackPlatform()
 
-__all__ = ["SlackPlatform", "SlackPoster", "platform"]
+__all__ = ["SlackPlatform", "SlackPoster", "SlackReceiver", "platform"]

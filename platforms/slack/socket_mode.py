@@ -40,16 +40,14 @@ class _DrainingHandler(AsyncSocketModeHandler):
                 self.idle.set()
 
 
-async def serve_socket_mode(
-    app: AsyncApp, app_token: str, ready: asyncio.Event | None = None
-) -> None:
-    """Stay connected until cancelled; slack_sdk reconnects on its own when the link drops."""
+async def serve_socket_mode(app: AsyncApp, app_token: str, ready: asyncio.Event) -> None:
+    """Stay connected until cancelled, setting ``ready`` once connected; slack_sdk reconnects on
+    its own when the link drops. Cancelled, it first lets envelopes in flight be acked."""
     handler = _DrainingHandler(app, app_token)
     await handler.connect_async()  # type: ignore[no-untyped-call]
     try:
         log.info("receiving Slack interactions over Socket Mode")
-        if ready is not None:
-            ready.set()
+        ready.set()
         await asyncio.Event().wait()
     finally:
         with contextlib.suppress(TimeoutError):

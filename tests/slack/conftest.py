@@ -17,11 +17,12 @@ from payloads import SIGNING_SECRET, form_body, signed
 from redis_server import RedisServer, redis_server
 
 from bridge.ask import AskRecord, Destination
+from bridge.http_server import HttpServer
 from bridge.models import QuestionSet
 from bridge.store.redis import RedisStore
 from platforms.slack.app import Interactions, build_app
 from platforms.slack.client import make_client
-from platforms.slack.http import HttpServer
+from platforms.slack.http import EVENTS_PATH, events_route
 from platforms.slack.poster import SlackPoster
 
 CHANNEL = "C0GENERAL"
@@ -58,12 +59,16 @@ class Bolt:
     poster: SlackPoster
     interactions: Interactions | None = None
 
+    @property
+    def url(self) -> str:
+        return self.server.url(EVENTS_PATH)
+
     async def send(
         self, payload: dict[str, Any], *, secret: str = SIGNING_SECRET, at: float | None = None
     ) -> tuple[int, str]:
         body = form_body(payload)
         headers = signed(body, secret=secret, at=at)
-        async with self.session.post(self.server.url, data=body, headers=headers) as resp:
+        async with self.session.post(self.url, data=body, headers=headers) as resp:
             return resp.status, await resp.text()
 
     async def ask(
@@ -93,7 +98,7 @@ class Bolt:
 async def bolt(fake: FakeSlack, store: RedisStore) -> AsyncIterator[Bolt]:
     client = make_client(BOT_TOKEN, fake.url)
     app, interactions = build_app(store, client, signing_secret=SIGNING_SECRET)
-    server = HttpServer(app, "127.0.0.1", 0)
+    server = HttpServer([events_route(app)], "127.0.0.1", 0)
     await server.start()
     async with aiohttp.ClientSession() as session:
         yield Bolt(server, session, fake, store, SlackPoster(client), interactions)

@@ -18,6 +18,7 @@ from procs import Agent, cli_env
 
 from bridge import replies
 from bridge.cli import main
+from bridge.runtime import serving
 from bridge.store.memory import MemoryStore
 from platforms.slack import SlackPlatform
 from platforms.slack.settings import SlackSettings
@@ -88,7 +89,7 @@ async def test_standalone_defer_mode_is_refused_before_posting(
     )
     code, out, err = await agent.result()
     assert code == 1, err
-    assert out == "" and "--mode defer needs REDIS_URL" in err
+    assert out == "" and "mode defer needs REDIS_URL" in err
     assert fake.ok_calls("chat.postMessage") == []
 
 
@@ -114,10 +115,7 @@ async def test_modal_errors_travel_back_in_the_socket_ack(
     )
     platform = SlackPlatform(settings)
     store = MemoryStore()
-    ready = asyncio.Event()
-    serving = asyncio.create_task(platform.serve(store, ready=ready))
-    try:
-        await asyncio.wait_for(ready.wait(), 10)
+    async with serving([platform], store):
         from bridge.ask import AskRecord, Destination
         from bridge.models import QuestionSet
 
@@ -149,10 +147,7 @@ async def test_modal_errors_travel_back_in_the_socket_ack(
         assert done is not None and done.answers is not None
         assert [a.selected for a in done.answers] == [("x",), ("y",)]
         assert opened["view"]["callback_id"] == "askb:form"
-    finally:
-        serving.cancel()
-        await asyncio.gather(serving, return_exceptions=True)
-        await store.aclose()
+    await store.aclose()
 
 
 def test_standalone_ask_without_app_token_says_what_is_missing(

@@ -1,0 +1,283 @@
+"""The runtime ``ask``, ``serve`` and ``mcp`` share: the store, the standalone policy, receiving
+clicks, sweeping, and stopping on a signal.
+
+**Standalone** (no ``REDIS_URL``): the store is this process's own memory, so an ask lives only as
+long as the process. Then
+
+* nothing could ever take a deferred answer: ``mode="defer"`` is refused, and a wait that runs out
+  closes the ask as expired (``on_timeout="error"``) instead of deferring (:func:`chat_policy`);
+* nobody else receives the clicks: this process serves them itself through the platform's
+  receiver, which must be able to work here (:func:`bridge.platform.check_standalone`), and
+  sweeps its own asks so they expire (:meth:`Runtime.own_clicks`).
+
+With ``REDIS_URL`` set, ``ask`` and ``mcp`` only post and wait; ``ask-bridge serve`` replicas
+receive the clicks and sweep (:func:`serving`).
+
+**Signals**: inside :func:`stop_on_signals`, SIGINT and SIGTERM cancel the main task once; every
+cleanup then runs to its end (a second signal is ignored), and the context ends normally, saying
+which signal stopped it. Tasks are stopped with :func:`bridge.aio.stop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal, NoReturn, TypeVar
+
+from bridge.aio import stop
+from bridge.handler import AskPolicy
+from bridge.platform import Platform, PlatformUnavailable, Receiver, check_standalone
+from bridge.settings import EngineSettings, open_store
+from bridge.store.base import Store
+from bridge.sweeper import Sweeper
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+DEFAULT_SWEEP_INTERVAL = 5.0
+STANDALONE_DEFER = (
+    "mode defer needs REDIS_URL: without a shared store the ask lives only as long as this "
+    "process, so nothing could take the answer later. Set REDIS_URL and run `ask-bridge serve`, "
+    "or wait for the answer (mode block)."
+)
+
+
+def chat_policy(
+    standalone: bool,
+    *,
+    wait: float | None = None,
+    expires: float | None = None,
+    mode: Literal["block", "defer"] = "block",
+    answerers: Sequence[str] = (),
+) -> AskPolicy:
+    """The :class:`AskPolicy` for a process's chat handler (``None``: the policy's defaults).
+
+    A wait never outlasts the ask; a wait that runs out closes the ask as expired when nothing
+    could take a deferred answer (standalone) or when the ask would have expired anyway. Raises
+    ``ValueError`` with a clear message for a negative wait, a non-positive expiry, or
+    ``mode="defer"`` standalone.
+    """
+    defaults = AskPolicy()
+    wait = defaults.wait if wait is None else wait
+    expires = defaults.expires if expires is None else expires
+    if wait < 0:
+        raise ValueError("the wait must be zero or more seconds")
+    if expires <= 0:
+        raise ValueError("the expiry must be more than zero seconds")
+    if mode == "defer":
+        if standalone:
+            raise ValueError(STANDALONE_DEFER)
+        wait = 0.0
+    close = standalone or (mode == "block" and wait >= expires)
+    return AskPolicy(
+        wait=min(wait, expires),
+        expires=expires,
+        on_timeout="error" if close else "defer",
+        mode=mode,
+        answerers=tuple(answerers),
+    )
+
+
+class Serving:
+    """The receivers :func:`serving` runs: a failure of one surfaces through :meth:`wait` or
+    :meth:`guard`."""
+
+    def __init__(self, running: dict[asyncio.Task[None], str]) -> None:
+        self._running = running
+
+    async def wait(self) -> NoReturn:
+        """Until a receiver stops; raise why (its failure, else ``PlatformUnavailable``)."""
+        if not self._running:
+            await asyncio.Event().wait()
+        await asyncio.wait(self._running, return_when=asyncio.FIRST_COMPLETED)
+        _raise_stopped(self._running)
+
+    async def guard(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` while receiving: if a receiver stops first, ``work`` is stopped (its own
+        cleanup runs) and the receiver's failure raised; cancelling this stops ``work`` too."""
+        if not self._running:
+            return await work
+        doing = asyncio.create_task(work)
+        watching = asyncio.create_task(self.wait())
+        try:
+            await asyncio.wait({doing, watching}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await stop(watching)
+            await stop(doing)
+        if doing.cancelled():
+            return watching.result()  # raises the receiver's failure
+        return doing.result()
+
+
+def _raise_stopped(running: dict[asyncio.Task[None], str]) -> NoReturn:
+    for task, name in running.items():
+        if task.done():
+            failure = None if task.cancelled() else task.exception()
+            if failure is not None:
+                raise failure
+            raise PlatformUnavailable(f"{name} stopped receiving interactions")
+    raise AssertionError("no receiver has stopped")
+
+
+@asynccontextmanager
+async def serving(
+    platforms: Sequence[Platform],
+    store: Store,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 3000,
+    sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
+) -> AsyncIterator[Serving]:
+    """Receive the clicks of every one of ``platforms`` and sweep ``store`` (re-rendering through
+    one poster per platform), until the context ends; it is entered once every receiver is ready.
+
+    The routes of HTTP receivers go on one :class:`~bridge.http_server.HttpServer` at
+    ``host:port`` (started only when there are routes; it logs each route's URL). On exit: the
+    server stops, the receivers stop and drain (clicks in flight finish), the sweeper stops.
+    Raises ``PlatformUnavailable`` if a platform is not configured or a receiver stops before it
+    was ready, :class:`~bridge.http_server.CannotListen` if the address cannot be bound.
+    """
+    receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
+    sweeper = Sweeper(store, {p.name: p.poster() for p in platforms}, interval=sweep_interval)
+    routes = [route for receiver in receivers.values() for route in receiver.routes()]
+    server = None
+    if routes:
+        from bridge.http_server import HttpServer
+
+        server = HttpServer(routes, host, port)
+    sweeping = asyncio.create_task(sweeper.run())
+    running: dict[asyncio.Task[None], str] = {}
+    try:
+        if server is not None:
+            await server.start()
+        readies: list[asyncio.Event] = []
+        for name, receiver in receivers.items():
+            ready = asyncio.Event()
+            running[asyncio.create_task(receiver.run(ready), name=f"receive {name}")] = name
+            readies.append(ready)
+        await _until_ready(running, readies)
+        yield Serving(running)
+    finally:
+        if server is not None:
+            await server.stop()
+        for task in running:
+            await stop(task)  # a failure was raised through Serving already
+        for name, receiver in receivers.items():
+            try:
+                await receiver.drain()
+            except Exception:
+                log.warning("%s: clicks in flight could not finish", name, exc_info=True)
+        failure = await stop(sweeping)
+        if failure is not None:
+            log.warning("the sweeper failed", exc_info=failure)
+
+
+async def _until_ready(
+    running: dict[asyncio.Task[None], str], readies: list[asyncio.Event]
+) -> None:
+    async def all_ready() -> None:
+        for ready in readies:
+            await ready.wait()
+
+    waiting = asyncio.create_task(all_ready())
+    try:
+        await asyncio.wait({waiting, *running}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        await stop(waiting)
+    if not all(ready.is_set() for ready in readies):
+        _raise_stopped(running)
+
+
+class Runtime:
+    """One process's engine: its settings, its store (opened on first use), and whether it is
+    standalone (no ``REDIS_URL``: see the module docstring)."""
+
+    def __init__(self, settings: EngineSettings | None = None) -> None:
+        self.settings = settings or EngineSettings()
+
+    @property
+    def standalone(self) -> bool:
+        return not self.settings.redis_url
+
+    @cached_property
+    def store(self) -> Store:
+        return open_store(self.settings)
+
+    def policy(
+        self,
+        *,
+        wait: float | None = None,
+        expires: float | None = None,
+        mode: Literal["block", "defer"] = "block",
+        answerers: Sequence[str] = (),
+    ) -> AskPolicy:
+        """:func:`chat_policy` for this process."""
+        return chat_policy(
+            self.standalone, wait=wait, expires=expires, mode=mode, answerers=answerers
+        )
+
+    def check(self, platform: Platform) -> None:
+        """Raise ``PlatformUnavailable`` if this process would have to receive ``platform``'s
+        clicks itself (standalone) but cannot (e.g. Slack's HTTP mode)."""
+        if self.standalone:
+            check_standalone(platform)
+
+    @asynccontextmanager
+    async def own_clicks(
+        self, platform: Platform, *, sweep_interval: float = DEFAULT_SWEEP_INTERVAL
+    ) -> AsyncIterator[Serving]:
+        """Standalone: receive ``platform``'s clicks and sweep the store here, for the context's
+        length (see :func:`serving`). With a shared store that is ``serve``'s job: nothing runs,
+        and the :class:`Serving` yielded guards nothing."""
+        if not self.standalone:
+            yield Serving({})
+            return
+        self.check(platform)
+        async with serving([platform], self.store, sweep_interval=sweep_interval) as receiving:
+            yield receiving
+
+    async def aclose(self) -> None:
+        """Close the store, if it was opened."""
+        if "store" in self.__dict__:
+            await self.store.aclose()
+
+
+@dataclass
+class Stopped:
+    """Which signal stopped the main task, if one did."""
+
+    signal: signal.Signals | None = None
+
+
+@asynccontextmanager
+async def stop_on_signals() -> AsyncIterator[Stopped]:
+    """SIGINT or SIGTERM cancels the current task once; the cancellation ends here (the context
+    exits normally, ``Stopped.signal`` set), after every cleanup inside it has run. Further
+    signals are ignored from the first one on, so they cannot cut a cleanup short."""
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("stop_on_signals() needs a running task")
+    loop = asyncio.get_running_loop()
+    stopped = Stopped()
+
+    def on_signal(sig: signal.Signals) -> None:
+        if stopped.signal is None:
+            stopped.signal = sig
+            task.cancel()
+
+    for sig in SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        yield stopped
+    except asyncio.CancelledError:
+        if stopped.signal is None:
+            raise
+        task.uncancel()
+    finally:
+        for sig in SIGNALS:  # the process is ending: a late signal must not cut teardown short
+            loop.add_signal_handler(sig, lambda: None)
