@@ -4,11 +4,18 @@
 nothing survives a restart); set it to share asks between replicas. URL forms:
 ``redis://[user:pass@]host:6379/0``, ``rediss://...`` (TLS), ``redis+cluster://host:7000``,
 ``redis+sentinel://[user:pass@]host:26379[,host2:26379]/mymaster[/db]``.
+
+A bad setting is refused when the settings are read, as a :class:`SettingsError` whose message is
+one line naming each bad variable (never its value, which may hold a password, except for the key
+prefix), so a command can print it and stop before it touches Redis.
 """
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bridge.store.base import DEFAULT_LEASE_TTL, DEFAULT_RETENTION, Store
@@ -16,6 +23,24 @@ from bridge.store.keys import DEFAULT_PREFIX
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
 from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS
+
+KEY_PREFIX_ENV = "ASK_BRIDGE_KEY_PREFIX"
+KEY_PREFIX = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+"""Allowed key prefixes. Braces above all are refused: in Redis Cluster only the part of a key
+inside its first ``{...}`` picks the slot, so a brace in the prefix would put every key of every
+ask in one slot instead of each ask in its own (``<prefix>:{<id>}:rec``)."""
+
+
+class SettingsError(ValueError):
+    """An invalid setting in the environment; the message is one line naming the variable(s)."""
+
+
+def _one_line(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        problems.append(f"{name}: {error['msg'].removeprefix('Value error, ')}")
+    return "invalid setting " + "; ".join(problems)
 
 
 class EngineSettings(BaseSettings):
@@ -25,7 +50,7 @@ class EngineSettings(BaseSettings):
 
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     redis_cluster: bool = Field(default=False, validation_alias="REDIS_CLUSTER")
-    key_prefix: str = Field(default=DEFAULT_PREFIX, validation_alias="ASK_BRIDGE_KEY_PREFIX")
+    key_prefix: str = Field(default=DEFAULT_PREFIX, validation_alias=KEY_PREFIX_ENV)
     retention: float = Field(
         default=DEFAULT_RETENTION, gt=0, validation_alias="ASK_BRIDGE_RETENTION"
     )
@@ -33,6 +58,24 @@ class EngineSettings(BaseSettings):
     max_connections: int = Field(
         default=DEFAULT_MAX_CONNECTIONS, ge=2, validation_alias="REDIS_MAX_CONNECTIONS"
     )
+
+    def __init__(self, **values: Any) -> None:
+        """Read the settings; :class:`SettingsError` (one line) instead of pydantic's report."""
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(_one_line(exc)) from None
+
+    @field_validator("key_prefix")
+    @classmethod
+    def _key_prefix(cls, value: str) -> str:
+        if not KEY_PREFIX.fullmatch(value):
+            shown = value if len(value) <= 70 else value[:69] + "…"
+            raise ValueError(
+                f"{shown!r} is not a key prefix: use 1 to 64 of the characters A-Z a-z 0-9 _ . : - "
+                "(a brace would put the keys of every ask in one Redis Cluster slot)"
+            )
+        return value
 
 
 def open_store(settings: EngineSettings | None = None) -> Store:

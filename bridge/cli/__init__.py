@@ -48,7 +48,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
-    status: int = func(args)
+    try:
+        status: int = func(args)
+    except ValueError as exc:  # bridge.settings is imported lazily, like every heavy module
+        from bridge.settings import SettingsError
+
+        if not isinstance(exc, SettingsError):
+            raise
+        print(f"ask-bridge {args.command}: {exc}", file=sys.stderr)
+        return 2
     return status
 
 
