@@ -31,6 +31,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 from bridge.aio import stop
 from bridge.handler import AskPolicy
+from bridge.http_server import HttpServer
 from bridge.platform import Platform, PlatformUnavailable, Receiver, check_standalone
 from bridge.settings import EngineSettings, open_store
 from bridge.store.base import Store
@@ -84,11 +85,14 @@ def chat_policy(
 
 
 class Serving:
-    """The receivers :func:`serving` runs: a failure of one surfaces through :meth:`wait` or
-    :meth:`guard`."""
+    """The receivers :func:`serving` runs (a failure of one surfaces through :meth:`wait` or
+    :meth:`guard`), and the HTTP server holding their routes, if any had routes."""
 
-    def __init__(self, running: dict[asyncio.Task[None], str]) -> None:
+    def __init__(
+        self, running: dict[asyncio.Task[None], str], server: HttpServer | None = None
+    ) -> None:
         self._running = running
+        self.server = server
 
     async def wait(self) -> NoReturn:
         """Until a receiver stops; raise why (its failure, else ``PlatformUnavailable``)."""
@@ -145,11 +149,7 @@ async def serving(
     receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
     sweeper = Sweeper(store, {p.name: p.poster() for p in platforms}, interval=sweep_interval)
     routes = [route for receiver in receivers.values() for route in receiver.routes()]
-    server = None
-    if routes:
-        from bridge.http_server import HttpServer
-
-        server = HttpServer(routes, host, port)
+    server = HttpServer(routes, host, port) if routes else None
     sweeping = asyncio.create_task(sweeper.run())
     running: dict[asyncio.Task[None], str] = {}
     try:
@@ -161,7 +161,7 @@ async def serving(
             running[asyncio.create_task(receiver.run(ready), name=f"receive {name}")] = name
             readies.append(ready)
         await _until_ready(running, readies)
-        yield Serving(running)
+        yield Serving(running, server)
     finally:
         if server is not None:
             await server.stop()

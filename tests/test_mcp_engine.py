@@ -21,6 +21,7 @@ from bridge.feed import render_delivery
 from bridge.handler import AskPolicy, ChatHandler
 from bridge.mcp_server import ChatRoute, chat_route_from_env
 from bridge.memory_poster import MemoryPoster
+from bridge.platform import Platform
 from bridge.store.memory import MemoryStore
 
 TEAMMATE = Responder(user_id="U42", name="Ada")
@@ -110,15 +111,19 @@ class FakePlatform:
     def __init__(self) -> None:
         self.the_poster = MemoryPoster()
 
+    def configured(self) -> bool:
+        return True
+
     def poster(self) -> MemoryPoster:
         return self.the_poster
 
-    async def serve(self, store: Any, **kwargs: Any) -> None:
-        await asyncio.Event().wait()
+    def receiver(self, store: Any) -> Any:
+        raise AssertionError("building a route receives nothing yet")
 
 
 def test_chat_route_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     platform = FakePlatform()
+    assert isinstance(platform, Platform)
     monkeypatch.setattr("bridge.mcp_server.resolve_platform", lambda name: platform)
     monkeypatch.delenv("REDIS_URL", raising=False)
     env = {"ASK_BRIDGE_PLATFORM": "memory", "ASK_BRIDGE_CHANNEL": " C7 "}
@@ -130,3 +135,20 @@ def test_chat_route_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert route.handler.destination == Destination(platform="memory", channel="C7")
     assert route.handler.policy.wait == 30
     assert route.handler.poster is platform.the_poster
+
+
+def test_standalone_chat_route_never_defers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without REDIS_URL a deferred ask would wait in this process's memory for a feed reader
+    that does not exist: like a standalone ``ask``, the call blocks and a wait that runs out
+    closes the ask as expired."""
+    monkeypatch.setattr("bridge.mcp_server.resolve_platform", lambda name: FakePlatform())
+    env = {"ASK_BRIDGE_PLATFORM": "memory", "ASK_BRIDGE_CHANNEL": "C7"}
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    route = chat_route_from_env(wait=5, environ=env)
+    assert route is not None and isinstance(route.handler, ChatHandler)
+    policy = route.handler.policy
+    assert (policy.mode, policy.on_timeout, policy.wait) == ("block", "error", 5)
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    shared = chat_route_from_env(wait=5, environ=env)
+    assert shared is not None and isinstance(shared.handler, ChatHandler)
+    assert not shared.serve_clicks and shared.handler.policy.on_timeout == "defer"
