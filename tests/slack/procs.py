@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from dataclasses import dataclass, field
 
@@ -19,10 +20,13 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 @dataclass
 class Serve:
-    """One ``ask-bridge serve`` replica in HTTP mode on its own loopback port."""
+    """One ``ask-bridge serve`` replica on its own loopback port (HTTP mode), with extra
+    command-line ``args``; ``returncode`` is set once stopped."""
 
     env: dict[str, str]
+    args: tuple[str, ...] = ()
     port: int = field(default_factory=free_port)
+    returncode: int | None = None
     proc: asyncio.subprocess.Process | None = None
     log: list[str] = field(default_factory=list)
     _drain: asyncio.Task[None] | None = None
@@ -34,7 +38,7 @@ class Serve:
     async def start(self) -> Serve:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bridge.cli", "serve", "--port", str(self.port),
-            "--sweep-interval", "0.5",
+            "--sweep-interval", "0.5", *self.args,
             env=self.env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         assert self.proc.stderr is not None
@@ -54,13 +58,15 @@ class Serve:
         while line := await self.proc.stderr.readline():
             self.log.append(line.decode())
 
-    async def stop(self) -> None:
+    async def stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.returncode is None:
-            self.proc.terminate()
+            self.proc.send_signal(sig)
             with contextlib.suppress(ProcessLookupError):
                 await asyncio.wait_for(self.proc.wait(), 10)
         if self._drain is not None:
             await self._drain
+        if self.proc is not None:
+            self.returncode = self.proc.returncode
         self.proc = None
 
     async def restart(self) -> None:

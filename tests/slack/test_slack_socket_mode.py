@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -13,8 +14,9 @@ import pytest
 from conftest import q
 from fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 from fake_socket import FakeSocketMode
+from mcp import Client, StdioServerParameters
 from payloads import block_actions, find_action, form_values, radio, view_submission
-from procs import Agent, cli_env
+from procs import Agent, Serve, cli_env
 
 from bridge import replies
 from bridge.cli import main
@@ -240,3 +242,53 @@ async def test_mcp_without_redis_serves_its_clicks_over_socket_mode(
             await proc.wait()
     assert proc.returncode == 0, err.decode()
     assert out == b""
+
+
+async def test_standalone_mcp_closes_an_unanswered_ask_instead_of_deferring(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    """A deferred ask would wait in this process's memory for a feed nobody reads: the call
+    returns "nobody answered" and the message is re-rendered closed, like a standalone ``ask``."""
+    env = {**standalone_env(fake), "ASK_BRIDGE_PLATFORM": "slack", "ASK_BRIDGE_CHANNEL": "C0SOCK"}
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "bridge.cli", "mcp", "--wait", "0.5"], env=env
+    )
+    async with Client(server) as client:
+        result = await client.call_tool("ask_user", {"questions": [q("MCP?", "MCP", ["a", "b"])]})
+    assert result.is_error
+    (block,) = result.content
+    assert "nobody answered within 0.5 seconds" in getattr(block, "text", "")
+    ((channel, ts), message) = next(iter(fake.messages.items()))
+    (update,) = fake.ok_calls("chat.update")
+    assert (update["channel"], update["ts"]) == (channel, ts)
+    assert "Expired" in json.dumps(message["blocks"])
+    assert all(b["type"] != "actions" for b in message["blocks"])
+
+
+async def test_standalone_ask_stopped_by_a_signal_closes_its_ask_and_exits_4(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    questions = json.dumps([q("Still there?", "There", ["yes", "no"])])
+    agent = await Agent.start(standalone_env(fake), questions, "--channel", "C0SOCK")
+    try:
+        await fake.wait_for("chat.postMessage", within=30)
+        agent.proc.send_signal(signal.SIGTERM)
+        code, out, err = await agent.result()
+    finally:
+        await agent.kill()
+    assert code == 4, err
+    assert out == "" and "cancelled; the question set was closed" in err
+    ((_, _), message) = next(iter(fake.messages.items()))
+    assert fake.ok_calls("chat.update") and "Cancelled" in json.dumps(message["blocks"])
+    assert all(b["type"] != "actions" for b in message["blocks"])
+
+
+async def test_serve_in_socket_mode_holds_a_connection_and_no_http_server(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    serve = await Serve(standalone_env(fake)).start()
+    await serve.stop()
+    assert serve.returncode == 0
+    assert [line for line in serve.log if "over Socket Mode" in line]
+    assert not [line for line in serve.log if "http://" in line]
+    assert [c.method for c in fake.calls if c.method == "apps.connections.open"]
