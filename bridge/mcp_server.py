@@ -440,16 +440,32 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_http(server: Server[Any], sock: socket.socket, *, path: str = "/mcp") -> None:
+def endpoint(sock: socket.socket, path: str = "/mcp") -> str:
+    """The URL :func:`serve_http` answers at on ``sock`` (the real port when bound to port 0)."""
+    from bridge.mcp_access import url_host
+
+    host, port = sock.getsockname()[:2]
+    return f"http://{url_host(host)}:{port}{path}"
+
+
+async def serve_http(
+    server: Server[Any], sock: socket.socket, *, path: str = "/mcp", token: str | None = None
+) -> None:
     """Serve streamable HTTP on an already-bound socket until cancelled.
 
     Binding first means the address is reachable (connections wait in the backlog) before this
-    coroutine even starts, so nobody has to poll for readiness.
+    coroutine even starts, so nobody has to poll for readiness. Who may call is decided by
+    :mod:`bridge.mcp_access` from the bound address: with ``token``, every request must carry it
+    as a bearer token; without one the address must be loopback (else ``ValueError``), and
+    requests whose ``Host`` or ``Origin`` is not local are refused (DNS-rebinding protection).
     """
     import uvicorn
 
-    host = sock.getsockname()[0]
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    from bridge.mcp_access import http_app_options
+
+    host, port = sock.getsockname()[:2]
+    options = http_app_options(host, port, token)
+    app = server.streamable_http_app(streamable_http_path=path, **options)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
 
@@ -463,6 +479,7 @@ __all__ = [
     "chat_route_from_env",
     "create_server",
     "elicitation_schema",
+    "endpoint",
     "serve_http",
     "serve_stdio",
 ]

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx2
 import mcp_types as types
+import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp_fixtures import BAD_QUESTIONS, answers_of, assert_rejected, http_server, text_of
 from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
 from bridge import AskUserDeferred
+from bridge.mcp_server import bind, create_server, endpoint, serve_http
 from bridge.tool import PARAMETERS
 
 
@@ -63,3 +69,74 @@ async def test_elicitation_over_http() -> None:
             async with Client(url, mode=mode, elicitation_callback=form) as client:
                 result = await client.call_tool("ask_user", {"questions": QUESTIONS})
             assert [a["selected"] for a in answers_of(result)] == [["Detailed"], ["Intro"]]
+
+
+# -- who may call: bearer token off loopback, DNS-rebinding protection on it ---------------------
+
+TOKEN = "k" * 12 + "-0123456789"
+
+
+@asynccontextmanager
+async def guarded_server(host: str, token: str | None) -> AsyncIterator[str]:
+    """The server bound to ``host`` with ``token``; yields its endpoint URL (on 127.0.0.1 for
+    ``0.0.0.0``: the tests still connect over loopback)."""
+    sock = bind(host, 0)
+    task = asyncio.create_task(serve_http(create_server(None), sock, token=token))
+    try:
+        yield endpoint(sock).replace("0.0.0.0", "127.0.0.1")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        sock.close()
+
+
+async def list_tools_with(url: str, headers: dict[str, str]) -> tuple[bool, list[int]]:
+    """Whether the official client could list the tools sending ``headers``, and the HTTP
+    statuses it got."""
+    statuses: list[int] = []
+
+    async def record(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    async with httpx2.AsyncClient(headers=headers, event_hooks={"response": [record]}) as http:
+        try:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                (tool,) = (await client.list_tools()).tools
+                assert tool.name == "ask_user"
+        except Exception:
+            return False, statuses
+    return True, statuses
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1"])
+async def test_with_a_token_only_its_holders_get_in(host: str) -> None:
+    async with guarded_server(host, TOKEN) as url:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+            ok, statuses = await list_tools_with(url, headers)
+            assert not ok and statuses and set(statuses) == {401}, headers
+        ok, statuses = await list_tools_with(url, {"Authorization": f"Bearer {TOKEN}"})
+        assert ok and 401 not in statuses
+
+
+async def test_off_loopback_a_server_without_a_token_refuses_to_start() -> None:
+    sock = bind("0.0.0.0", 0)
+    try:
+        with pytest.raises(ValueError, match="ASK_BRIDGE_MCP_TOKEN is not set"):
+            await serve_http(create_server(None), sock)
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [({"Origin": "http://evil.example"}, 403), ({"Host": "evil.example:80"}, 421)],
+)
+async def test_on_loopback_foreign_pages_and_names_are_refused(
+    host: str, headers: dict[str, str], status: int
+) -> None:
+    async with guarded_server(host, None) as url:
+        ok, statuses = await list_tools_with(url, headers)
+        assert not ok and status in statuses
+        ok, _ = await list_tools_with(url, {"Origin": url.removesuffix("/mcp")})
+        assert ok

@@ -29,7 +29,9 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--http",
         metavar="HOST:PORT",
-        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; clients must send "
+        "ASK_BRIDGE_MCP_TOKEN as a bearer token when it is set, and it must be set unless HOST is "
+        "loopback",
     )
     parser.add_argument(
         "--wait",
@@ -57,11 +59,13 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bridge.mcp_access import token_from_env
     from bridge.mcp_server import (
         DEFAULT_PROGRESS_INTERVAL,
         bind,
         chat_route_from_env,
         create_server,
+        endpoint,
         serve_http,
         serve_stdio,
     )
@@ -79,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         return fail("--progress-interval must be more than zero seconds")
     try:
         address = parse_address(args.http) if args.http else None
+        token = token_from_env(address[0]) if address else None
         route = chat_route_from_env(args.wait)
     except (ValueError, PlatformUnavailable) as exc:
         return fail(str(exc))
@@ -92,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
         if sock is None:
             await serve_stdio(server)
             return
-        print(f"ask-bridge mcp: serving http://{args.http}/mcp", file=sys.stderr, flush=True)
-        await serve_http(server, sock)
+        print(f"ask-bridge mcp: serving {endpoint(sock)}", file=sys.stderr, flush=True)
+        await serve_http(server, sock, token=token)
 
     async def main() -> None:
         async with stop_on_signals():  # SIGINT/SIGTERM: a clean stop, asks closed
