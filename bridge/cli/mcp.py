@@ -2,10 +2,11 @@
 
 Questions go to the chat destination in ``ASK_BRIDGE_PLATFORM`` / ``ASK_BRIDGE_CHANNEL`` when set,
 else to the MCP client's own user by elicitation (see :mod:`bridge.mcp_server`). Without
-``REDIS_URL`` nobody else receives the people's clicks, so this process serves them itself, and
-is ready for calls only once it can (a platform that cannot serve here, like Slack in HTTP mode,
-is refused). Configuration errors are reported on stderr before the server starts, never on
-stdout (the protocol's).
+``REDIS_URL`` nobody else receives the people's clicks, so this process serves them itself (and
+sweeps its asks), and is ready for calls only once it can (a platform that cannot serve here,
+like Slack in HTTP mode, is refused); its asks then never defer (:mod:`bridge.runtime`). SIGINT
+or SIGTERM stops it cleanly. Configuration errors are reported on stderr before the server
+starts, never on stdout (the protocol's).
 """
 
 from __future__ import annotations
