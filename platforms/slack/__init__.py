@@ -72,15 +72,15 @@ class SlackReceiver:
         from platforms.slack.app import build_app
 
         self.app_token = settings.app() if settings.socket_mode else None
-        signing = None if self.app_token is not None else settings.signing()
-        self.app, self.interactions = build_app(store, client, signing_secret=signing)
+        self.signing = None if self.app_token is not None else settings.signing()
+        self.app, self.interactions = build_app(store, client, signing_secret=self.signing)
 
     def routes(self) -> Sequence[HttpRoute]:
-        if self.app_token is not None:
+        if self.signing is None:
             return ()
         from platforms.slack.http import events_route
 
-        return (events_route(self.app),)
+        return (events_route(self.app, self.signing),)
 
     async def run(self, ready: asyncio.Event) -> None:
         if self.app_token is not None:

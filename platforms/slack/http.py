@@ -1,12 +1,28 @@
 """HTTP mode: the Bolt app behind ``POST /slack/events`` on the process's one HTTP server.
 
 The server is the core's (:mod:`bridge.http_server`, started by :func:`bridge.runtime.serving`),
-shared with every other platform the process serves; Slack contributes this one route, which hands
-each request to Bolt through its aiohttp adapter. Bolt verifies each request's signature
-(``SLACK_SIGNING_SECRET``) and answers 401 to forged or stale ones before any listener runs.
+shared with every other platform the process serves; Slack contributes this one route.
+
+Anyone who can reach the URL can send it anything, so a request is *verified before it is
+parsed*: Bolt parses the body while building its request object, before its own signature check,
+and a malformed body would end there as a 500 with a traceback. Here the signature
+(``SLACK_SIGNING_SECRET``, HMAC-SHA256 over ``v0:{timestamp}:{body}``, at most five minutes old) is
+checked on the raw bytes first -- 401 when it is missing, stale or wrong -- then the body's shape
+-- 400 when a signed body is not an interactive payload Bolt can take -- and only then is the
+request handed to Bolt (which verifies it again). Refusals are logged in one line each, at most
+one line per :data:`LOG_EVERY` seconds with a count of the rest, so a flood cannot flood the log.
 """
 
 from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qs
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
@@ -15,13 +31,120 @@ from slack_bolt.async_app import AsyncApp
 from bridge.platform import HttpRoute
 
 EVENTS_PATH = "/slack/events"
+MAX_AGE = 300
+"""Seconds a signed request stays valid (Slack's own rule: five minutes)."""
+LOG_EVERY = 10.0
+"""Seconds between log lines about refused requests."""
+
+log = logging.getLogger(__name__)
+
+_OBJECTS = ("user", "channel", "message", "container", "view", "team", "enterprise")
+"""Payload keys Bolt reads as objects when present: anything else there would crash it."""
 
 
-def events_route(app: AsyncApp) -> HttpRoute:
-    """``POST /slack/events``, dispatched to ``app``."""
+def events_route(app: AsyncApp, signing_secret: str) -> HttpRoute:
+    """``POST /slack/events``: verified with ``signing_secret``, checked, dispatched to ``app``."""
+    secret = signing_secret.encode()
+    refusals = _RefusalLog()
 
     async def events(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        if not _signed(secret, body, request.headers):
+            refusals.note(401, "missing, stale or wrong signature", request.remote)
+            return web.Response(status=401, text="invalid request signature")
+        problem = payload_problem(body, request.headers.get("Content-Type", ""))
+        if problem is not None:
+            refusals.note(400, problem, request.remote)
+            return web.Response(status=400, text=problem)
         bolt_response = await app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(bolt_response)
 
     return HttpRoute("POST", EVENTS_PATH, events)
+
+
+def _signed(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
+    """Slack's request signature, computed over the raw bytes (slack_sdk's verifier decodes the
+    body first, which fails on bytes that are not UTF-8)."""
+    timestamp = headers.get("X-Slack-Request-Timestamp", "")
+    signature = headers.get("X-Slack-Signature", "")
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) < 16 and signature):
+        return False
+    if abs(time.time() - int(timestamp)) > MAX_AGE:
+        return False
+    base = b"v0:" + timestamp.encode() + b":" + body
+    expected = "v0=" + hmac.new(secret, base, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, signature)
+
+
+def payload_problem(body: bytes, content_type: str) -> str | None:
+    """Why a signed body is not something Bolt can take safely, or ``None`` if it is.
+
+    Interactive payloads arrive form-encoded as ``payload=<JSON object>``; Bolt also answers
+    ``ssl_check`` and JSON event callbacks, which pass when they are JSON objects."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the body is not UTF-8"
+    if content_type.startswith("application/json"):
+        return None if isinstance(_json(text), dict) else "the body is not a JSON object"
+    form = parse_qs(text, keep_blank_values=True)
+    if "ssl_check" in form and "payload" not in form:
+        return None
+    raw = form.get("payload")
+    if raw is None or len(raw) != 1:
+        return "no payload"
+    payload = _json(raw[0])
+    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+        return "the payload is not an interactive payload object"
+    return shape_problem(payload)
+
+
+def shape_problem(payload: dict[str, Any]) -> str | None:
+    """What in an interactive payload has a shape Bolt or our listeners cannot take."""
+    for key in _OBJECTS:
+        if payload.get(key) is not None and not isinstance(payload[key], dict):
+            return f"payload {key} is not an object"
+    user = payload.get("user") or {}
+    kind = payload["type"]
+    if kind in ("block_actions", "view_submission", "view_closed"):
+        if not isinstance(user.get("id"), str) or not user["id"]:
+            return "payload user has no id"
+    if kind == "block_actions":
+        actions = payload.get("actions")
+        if not isinstance(actions, list) or not actions:
+            return "payload actions is not a non-empty list"
+        if not all(isinstance(a, dict) and isinstance(a.get("action_id"), str) for a in actions):
+            return "payload action has no string action_id"
+    if kind == "view_submission":
+        view = payload.get("view") or {}
+        state = view.get("state")
+        if not isinstance(state, dict) or not isinstance(state.get("values"), dict):
+            return "payload view.state.values is not an object"
+    return None
+
+
+def _json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+class _RefusalLog:
+    """One log line per refused request, but at most one per :data:`LOG_EVERY` seconds: the
+    rest are counted and reported with the next line."""
+
+    def __init__(self) -> None:
+        self._last = -LOG_EVERY
+        self._quiet = 0
+
+    def note(self, status: int, reason: str, remote: str | None) -> None:
+        now = time.monotonic()
+        if now - self._last < LOG_EVERY:
+            self._quiet += 1
+            return
+        more = f" ({self._quiet} more refused since the last report)" if self._quiet else ""
+        log.warning(
+            "refused a request to %s from %s: %d %s%s", EVENTS_PATH, remote, status, reason, more
+        )
+        self._last, self._quiet = now, 0

@@ -98,7 +98,7 @@ class Bolt:
 async def bolt(fake: FakeSlack, store: RedisStore) -> AsyncIterator[Bolt]:
     client = make_client(BOT_TOKEN, fake.url)
     app, interactions = build_app(store, client, signing_secret=SIGNING_SECRET)
-    server = HttpServer([events_route(app)], "127.0.0.1", 0)
+    server = HttpServer([events_route(app, SIGNING_SECRET)], "127.0.0.1", 0)
     await server.start()
     async with aiohttp.ClientSession() as session:
         yield Bolt(server, session, fake, store, SlackPoster(client), interactions)

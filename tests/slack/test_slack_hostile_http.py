@@ -1,0 +1,154 @@
+"""Hostile requests to ``POST /slack/events``: verified before parsed, refused in one line.
+
+Anyone who can reach the URL can send anything. Unsigned or forged requests get 401 whatever
+their body, signed requests Bolt could not take get 400, and none of it ends in a 500 or a
+traceback; a flood of refusals is logged as a few lines, not one per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from conftest import Bolt, q
+from payloads import SIGNING_SECRET, block_actions, form_body, signed, view_submission
+
+from bridge.ask import AskStatus
+
+GARBAGE: list[bytes] = [
+    b"payload=notjson",
+    b"payload=123",
+    b"payload=%5B%5D",  # []
+    b"{bad",
+    b"\xff\xfe\x00garbage",  # not UTF-8
+    b"",
+    b"payload=%7B%7D",  # {} (no type)
+    b"payload=1&payload=2",
+]
+
+
+def sign_bytes(body: bytes, *, at: float | None = None) -> dict[str, str]:
+    ts = str(int(time.time() if at is None else at))
+    mac = hmac.new(SIGNING_SECRET.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256)
+    return {
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": f"v0={mac.hexdigest()}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+async def post(bolt: Bolt, body: bytes, headers: dict[str, str]) -> int:
+    async with bolt.session.post(bolt.url, data=body, headers=headers) as resp:
+        return resp.status
+
+
+def no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
+    bad = [r for r in caplog.records if r.exc_info is not None or r.levelno >= logging.ERROR]
+    assert bad == [], [r.getMessage() for r in bad]
+
+
+@pytest.mark.parametrize("body", GARBAGE)
+async def test_unsigned_garbage_is_401_without_a_traceback(
+    bolt: Bolt, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    assert await post(bolt, body, headers) == 401
+    no_tracebacks(caplog)
+
+
+@pytest.mark.parametrize("timestamp", ["abc", "", "12.5", "1e9", "٣٣٣٣", "9" * 40])
+async def test_a_bad_timestamp_is_401(
+    bolt: Bolt, timestamp: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    headers = {**sign_bytes(b"payload=notjson"), "X-Slack-Request-Timestamp": timestamp}
+    assert await post(bolt, b"payload=notjson", headers) == 401
+    no_tracebacks(caplog)
+
+
+@pytest.mark.parametrize("body", GARBAGE)
+async def test_signed_garbage_is_400_without_a_traceback(
+    bolt: Bolt, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    assert await post(bolt, body, sign_bytes(body)) == 400
+    no_tracebacks(caplog)
+
+
+def odd_shapes(bolt: Bolt, record: Any, view_id: str) -> list[dict[str, Any]]:
+    """Signed payloads of odd shape, each a real click or submission bent one way."""
+    base = block_actions(bolt.fake, *_where(record), "U0ALICE", f"askb:answer:{record.id}")
+    sub = view_submission(bolt.fake, view_id, "U0ALICE", {})
+    shapes: list[dict[str, Any]] = []
+    shapes.append({**base, "actions": []})
+    shapes.append({**base, "actions": [{**base["actions"][0], "action_id": 7}]})
+    shapes.append({**base, "actions": ["askb:answer"]})
+    shapes.append({**base, "user": "U0ALICE"})
+    shapes.append({**base, "user": {"id": 5}})
+    shapes.append({**base, "channel": "C0GENERAL"})
+    shapes.append({**base, "message": []})
+    shapes.append({**sub, "view": {**sub["view"], "state": {"values": []}}})
+    shapes.append({**sub, "view": {**sub["view"], "state": "x"}})
+    shapes.append({**sub, "view": "v"})
+    return shapes
+
+
+async def test_signed_payloads_of_odd_shape_are_400(
+    bolt: Bolt, caplog: pytest.LogCaptureFixture
+) -> None:
+    record = await bolt.ask(
+        [q("Which region?", "Region", ["eu", "us"]), q("When?", "When", ["now", "later"])]
+    )
+    await bolt.send(block_actions(bolt.fake, *_where(record), "U0ALICE", "askb:answer:"))
+    await bolt.fake.wait_for("views.open")
+    view_id = next(iter(bolt.fake.views))
+    caplog.set_level(logging.DEBUG)
+    for payload in odd_shapes(bolt, record, view_id):
+        body = form_body(payload)
+        assert await post(bolt, body.encode(), signed(body)) == 400, payload
+    no_tracebacks(caplog)
+    still = await bolt.store.get(record.id)
+    assert still is not None and still.status is AskStatus.PENDING
+
+
+def _where(record: Any) -> tuple[str, str]:
+    return record.message.channel, record.message.message_id
+
+
+async def test_a_flood_of_refusals_logs_a_few_lines(
+    bolt: Bolt, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    for _ in range(300):
+        assert await post(bolt, b"payload=notjson", headers) == 401
+    lines = [r for r in caplog.records if "refused a request" in r.getMessage()]
+    assert 1 <= len(lines) <= 2
+    no_tracebacks(caplog)
+
+
+async def test_a_json_body_that_is_not_an_object_is_400(bolt: Bolt) -> None:
+    for body in (b"[]", b"12", b'"x"', b"{bad"):
+        headers = {**sign_bytes(body), "Content-Type": "application/json"}
+        assert await post(bolt, body, headers) == 400
+
+
+async def test_ssl_check_still_reaches_bolt(bolt: Bolt) -> None:
+    body = urlencode({"ssl_check": "1", "token": "x"}).encode()
+    assert await post(bolt, body, sign_bytes(body)) == 200
+
+
+async def test_a_well_formed_click_still_answers(bolt: Bolt) -> None:
+    record = await bolt.ask([q("Ship it?", "Deploy", ["Yes", "No"])])
+    payload = block_actions(bolt.fake, *_where(record), "U0ALICE", f"askb:pick:{record.id}:0:0")
+    status, _ = await bolt.send(payload)
+    assert status == 200
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.status is AskStatus.ANSWERED
+    assert done.answers is not None and done.answers[0].selected == ("Yes",)
