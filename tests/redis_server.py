@@ -112,7 +112,7 @@ def redis_server(workdir: Path, *, appendonly: bool = False) -> Iterator[RedisSe
         server.stop()
 
 
-def _resp(reply: str) -> Any:
+def parse_reply(reply: str) -> Any:
     """Parse one RESP2 reply of simple or bulk strings, integers and nested arrays."""
 
     def parse(at: int) -> tuple[Any, int]:
@@ -132,7 +132,7 @@ def _resp(reply: str) -> Any:
     return parse(0)[0]
 
 
-def _cli(port: int, *args: str) -> str:
+def redis_cli(port: int, *args: str) -> str:
     """Send one command over a raw socket (no client library needed to build the cluster)."""
     parts = [f"${len(a.encode())}\r\n{a}\r\n" for a in args]
     payload = f"*{len(args)}\r\n{''.join(parts)}".encode()
@@ -167,12 +167,12 @@ def redis_cluster(workdir: Path, nodes: int = 3) -> Iterator[list[RedisServer]]:
         per = 16384 // nodes
         for i, s in enumerate(servers):
             first, last = i * per, (16383 if i == nodes - 1 else (i + 1) * per - 1)
-            _cli(s.port, "CLUSTER", "ADDSLOTSRANGE", str(first), str(last))
+            redis_cli(s.port, "CLUSTER", "ADDSLOTSRANGE", str(first), str(last))
         for s in servers[1:]:
-            _cli(s.port, "CLUSTER", "MEET", "127.0.0.1", str(servers[0].port), str(buses[0]))
+            redis_cli(s.port, "CLUSTER", "MEET", "127.0.0.1", str(servers[0].port), str(buses[0]))
         deadline = time.monotonic() + 20
         while True:
-            states = [_cli(s.port, "CLUSTER", "INFO") for s in servers]
+            states = [redis_cli(s.port, "CLUSTER", "INFO") for s in servers]
             if all(
                 "cluster_state:ok" in st and f"cluster_known_nodes:{nodes}" in st for st in states
             ):
@@ -202,13 +202,15 @@ class SentinelSetup:
 
     def master_port(self) -> int | None:
         """The master's port as the Sentinel reports it right now."""
-        reply = _resp(_cli(self.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service))
+        reply = parse_reply(
+            redis_cli(self.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+        )
         return int(reply[1]) if isinstance(reply, list) else None
 
     def replicas_ready(self) -> bool:
         """Every replica is known to the Sentinel, linked, and freshly inspected (INFO read), so
         ``SENTINEL FAILOVER`` finds a good one to promote."""
-        found = _resp(_cli(self.port, "SENTINEL", "REPLICAS", self.service))
+        found = parse_reply(redis_cli(self.port, "SENTINEL", "REPLICAS", self.service))
         if not isinstance(found, list) or len(found) != len(self.replicas):
             return False
         fields = [dict(zip(r[::2], r[1::2], strict=True)) for r in found]
@@ -218,7 +220,7 @@ class SentinelSetup:
         )
 
 
-def _wait_for(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
@@ -250,8 +252,10 @@ def redis_sentinel(workdir: Path, *, replicas: int = 0) -> Iterator[SentinelSetu
             followers.append(follower)
             follower.start()
         for follower in followers:
-            _wait_for(
-                lambda f=follower: "master_link_status:up" in _cli(f.port, "INFO", "replication"),
+            wait_until(
+                lambda f=follower: (
+                    "master_link_status:up" in redis_cli(f.port, "INFO", "replication")
+                ),
                 "replica sync",
             )
         sentinel_dir.mkdir(parents=True, exist_ok=True)
@@ -271,9 +275,9 @@ def redis_sentinel(workdir: Path, *, replicas: int = 0) -> Iterator[SentinelSetu
             cwd=sentinel_dir,
         )
         setup = SentinelSetup(master, followers, sentinel_port)
-        _wait_for(lambda: _ping(sentinel_port), "sentinel start")
-        _wait_for(lambda: setup.master_port() == master.port, "sentinel seeing the master")
-        _wait_for(setup.replicas_ready, "sentinel seeing the replicas")
+        wait_until(lambda: _ping(sentinel_port), "sentinel start")
+        wait_until(lambda: setup.master_port() == master.port, "sentinel seeing the master")
+        wait_until(setup.replicas_ready, "sentinel seeing the replicas")
         yield setup
     finally:
         if proc is not None and proc.poll() is None:

@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 from engine_fixtures import new_record
-from redis_server import _cli, _resp, _wait_for, redis_sentinel
+from redis_server import parse_reply, redis_cli, redis_sentinel, wait_until
 
 from bridge.ask import AskStatus, Responder
 from bridge.models import Answer
@@ -34,11 +34,13 @@ async def test_master_crash_failover_keeps_pending_ask(tmp_path: Path) -> None:
             # the ask and its lease reached the replica before the master dies
             lease = store.keys.lease(rec.id)
             await asyncio.to_thread(
-                _wait_for, lambda: _resp(_cli(replica.port, "EXISTS", lease)) == 1, "replication"
+                wait_until,
+                lambda: parse_reply(redis_cli(replica.port, "EXISTS", lease)) == 1,
+                "replication",
             )
             setup.master.kill()
             await asyncio.to_thread(
-                _wait_for, lambda: setup.master_port() == replica.port, "failover", 20
+                wait_until, lambda: setup.master_port() == replica.port, "failover", 20
             )
 
             pending = await store.get(rec.id)
@@ -48,8 +50,8 @@ async def test_master_crash_failover_keeps_pending_ask(tmp_path: Path) -> None:
             done = await asyncio.wait_for(waiter, 20)
             assert done is not None and done.answers == YES and not done.deferred
             # the answer is on the promoted server itself, not in some client-side state
-            status = _cli(replica.port, "HGET", store.keys.rec(rec.id), "status")
-            assert _resp(status) == "answered"
+            status = redis_cli(replica.port, "HGET", store.keys.rec(rec.id), "status")
+            assert parse_reply(status) == "answered"
             kinds = [e.kind for e in await store.history(rec.id)]
             assert kinds[0] == "created" and "answered" in kinds
 
@@ -69,7 +71,7 @@ async def test_master_crash_failover_keeps_pending_ask(tmp_path: Path) -> None:
 
 def _store_links(port: int) -> int:
     """Connections a redis-py client (a store) holds to the server on ``port``."""
-    return _cli(port, "CLIENT", "LIST").count("lib-name=redis-py")
+    return redis_cli(port, "CLIENT", "LIST").count("lib-name=redis-py")
 
 
 async def test_manual_failover_answers_land_on_new_master(tmp_path: Path) -> None:
@@ -89,26 +91,28 @@ async def test_manual_failover_answers_land_on_new_master(tmp_path: Path) -> Non
             await store.listening()
             lease = store.keys.lease(rec.id)
             await asyncio.to_thread(
-                _wait_for, lambda: _resp(_cli(new.port, "EXISTS", lease)) == 1, "replication"
+                wait_until,
+                lambda: parse_reply(redis_cli(new.port, "EXISTS", lease)) == 1,
+                "replication",
             )
             assert _store_links(old.port) >= 2
-            assert _resp(_cli(setup.port, "SENTINEL", "FAILOVER", setup.service)) == "OK"
+            assert parse_reply(redis_cli(setup.port, "SENTINEL", "FAILOVER", setup.service)) == "OK"
             await asyncio.to_thread(
-                _wait_for, lambda: setup.master_port() == new.port, "switch of master", 15
+                wait_until, lambda: setup.master_port() == new.port, "switch of master", 15
             )
             # the stores hear the switch from Sentinel: no link stays on the old master, and the
             # wake-up subscription is on the new one
             await asyncio.to_thread(
-                _wait_for, lambda: _store_links(old.port) == 0, "leaving the old master", 5
+                wait_until, lambda: _store_links(old.port) == 0, "leaving the old master", 5
             )
             events = store.keys.events
             await asyncio.to_thread(
-                _wait_for,
-                lambda: _resp(_cli(new.port, "PUBSUB", "NUMSUB", events)) == [events, 1],
+                wait_until,
+                lambda: parse_reply(redis_cli(new.port, "PUBSUB", "NUMSUB", events)) == [events, 1],
                 "wake-up subscription on the new master",
                 5,
             )
-            assert "role:master" in _cli(old.port, "INFO", "replication")  # not demoted yet
+            assert "role:master" in redis_cli(old.port, "INFO", "replication")  # not demoted yet
 
             result = await store.submit(rec.id, ALICE, YES)
             assert result.outcome is SubmitOutcome.ACCEPTED
@@ -118,16 +122,16 @@ async def test_manual_failover_answers_land_on_new_master(tmp_path: Path) -> Non
             assert done is not None and done.answers == YES and not done.deferred
             rec_keys = [store.keys.rec(rec.id), store.keys.rec(other.id)]
             for key in rec_keys:
-                assert _resp(_cli(new.port, "HGET", key, "status")) == "answered"
+                assert parse_reply(redis_cli(new.port, "HGET", key, "status")) == "answered"
 
             await asyncio.to_thread(
-                _wait_for,
-                lambda: "role:slave" in _cli(old.port, "INFO", "replication"),
+                wait_until,
+                lambda: "role:slave" in redis_cli(old.port, "INFO", "replication"),
                 "demotion of the old master",
                 20,
             )
             for key in rec_keys:
-                assert _resp(_cli(new.port, "HGET", key, "status")) == "answered"
+                assert parse_reply(redis_cli(new.port, "HGET", key, "status")) == "answered"
             kept = await clicks.get(rec.id)
             assert kept is not None and kept.answers == YES
         finally:

@@ -186,7 +186,7 @@ class FakeSlack:
         channel = args.get("channel")
         if not channel or channel in self.missing_channels:
             return {"ok": False, "error": "channel_not_found"}
-        problem = _check_message(args)
+        problem = check_message(args)
         if problem:
             return {"ok": False, "error": problem}
         if channel.startswith(("U", "W")):  # posting to a user id lands in the bot's DM
@@ -202,7 +202,7 @@ class FakeSlack:
         key = (args.get("channel", ""), args.get("ts", ""))
         if key not in self.messages:
             return {"ok": False, "error": "message_not_found"}
-        problem = _check_message(args)
+        problem = check_message(args)
         if problem:
             return {"ok": False, "error": problem}
         self.messages[key] = {**self.messages[key], **args}
@@ -211,7 +211,7 @@ class FakeSlack:
     def _m_chat_postEphemeral(self, args: dict[str, Any]) -> dict[str, Any]:
         if not args.get("channel") or not args.get("user"):
             return {"ok": False, "error": "channel_not_found"}
-        problem = _check_message(args)
+        problem = check_message(args)
         if problem:
             return {"ok": False, "error": problem}
         return {"ok": True, "message_ts": f"{int(time.time())}.{next(self._seq):06d}"}
@@ -222,7 +222,7 @@ class FakeSlack:
         if issued is None or issued[1] or time.monotonic() - issued[0] > TRIGGER_TTL:
             return {"ok": False, "error": "expired_trigger_id"}
         self._triggers[trigger] = (issued[0], True)
-        view, problem = _check_view(args.get("view"))
+        view, problem = check_view(args.get("view"))
         if problem:
             return {"ok": False, "error": problem}
         view_id = f"V{next(self._seq):08d}"
@@ -237,7 +237,7 @@ class FakeSlack:
             return {"ok": False, "error": "not_found"}
         if args.get("hash") and args["hash"] != current["hash"]:
             return {"ok": False, "error": "hash_conflict"}
-        view, problem = _check_view(args.get("view"))
+        view, problem = check_view(args.get("view"))
         if problem:
             return {"ok": False, "error": problem}
         stored = {**view, "id": view_id, "hash": f"h{next(self._seq)}", "state": {"values": {}}}
@@ -275,7 +275,7 @@ def blocks_size(blocks: list[Any]) -> int:
     return len(raw.encode("utf-16-le")) // 2
 
 
-def _check_message(args: dict[str, Any]) -> str | None:
+def check_message(args: dict[str, Any]) -> str | None:
     text = args.get("text")
     blocks = args.get("blocks")
     if not text and not blocks:
@@ -288,10 +288,10 @@ def _check_message(args: dict[str, Any]) -> str | None:
         return "invalid_blocks"
     if blocks_size(blocks) > BLOCKS_JSON_LIMIT:
         return "msg_blocks_too_long"
-    return _check_blocks(blocks)
+    return check_blocks(blocks)
 
 
-def _check_view(view: Any) -> tuple[dict[str, Any], str | None]:
+def check_view(view: Any) -> tuple[dict[str, Any], str | None]:
     if not isinstance(view, dict) or view.get("type") != "modal":
         return {}, "invalid_arguments"
     title = (view.get("title") or {}).get("text", "")
@@ -304,10 +304,10 @@ def _check_view(view: Any) -> tuple[dict[str, Any], str | None]:
         return view, "invalid_arguments"
     if len(view.get("private_metadata") or "") > 3000:
         return view, "invalid_arguments"
-    return view, _check_blocks(blocks)
+    return view, check_blocks(blocks)
 
 
-def _check_blocks(blocks: list[Any]) -> str | None:
+def check_blocks(blocks: list[Any]) -> str | None:
     """What slack_sdk validates, plus the limits it does not check."""
     block_ids: set[str] = set()
     action_ids: set[str] = set()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fake_slack import BOT_TOKEN, FakeSlack, _check_blocks, _check_view
+from fake_slack import BOT_TOKEN, FakeSlack, check_blocks, check_view
 from slack_sdk.errors import SlackApiError
 
 from platforms.slack.client import make_client
@@ -48,16 +48,16 @@ def context(text: str) -> dict[str, Any]:
     ids=["option-description", "empty-section", "long-section", "long-context", "empty-context"],
 )
 def test_fake_rejects_what_slack_rejects(good: dict[str, Any], bad: dict[str, Any]) -> None:
-    assert _check_blocks([good]) is None
-    assert _check_blocks([bad]) == "invalid_blocks"
+    assert check_blocks([good]) is None
+    assert check_blocks([bad]) == "invalid_blocks"
 
 
 def test_section_needs_text_or_fields() -> None:
     fields = [{"type": "mrkdwn", "text": "a"}, {"type": "mrkdwn", "text": "b"}]
-    assert _check_blocks([{"type": "section", "fields": fields}]) is None
-    assert _check_blocks([{"type": "section", "block_id": "s"}]) == "invalid_blocks"
+    assert check_blocks([{"type": "section", "fields": fields}]) is None
+    assert check_blocks([{"type": "section", "block_id": "s"}]) == "invalid_blocks"
     long_field = [{"type": "mrkdwn", "text": "x" * 2001}]
-    assert _check_blocks([{"type": "section", "fields": long_field}]) == "invalid_blocks"
+    assert check_blocks([{"type": "section", "fields": long_field}]) == "invalid_blocks"
 
 
 def test_modal_with_a_long_option_description_is_refused() -> None:
@@ -67,7 +67,7 @@ def test_modal_with_a_long_option_description_is_refused() -> None:
         "submit": {"type": "plain_text", "text": "Submit"},
         "blocks": [radio_input("d" * 76)],
     }
-    assert _check_view(view)[1] == "invalid_blocks"
+    assert check_view(view)[1] == "invalid_blocks"
 
 
 async def test_refusals_travel_over_the_wire_as_slack_errors(fake: FakeSlack) -> None:

@@ -8,7 +8,7 @@ import re
 import time
 from typing import Any
 
-from fake_slack import BLOCKS_JSON_LIMIT, _check_blocks, _check_message, _check_view
+from fake_slack import BLOCKS_JSON_LIMIT, check_blocks, check_message, check_view
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -113,7 +113,7 @@ def check_all(qs: QuestionSet, other: str, user: str) -> None:
         message = render_message(record)
         dicts = block_dicts(message)  # raises SlackObjectFormationError if invalid
         assert blocks_cost(message.blocks) <= BLOCKS_BUDGET < BLOCKS_JSON_LIMIT
-        assert _check_message({"text": message.text, "blocks": dicts}) is None
+        assert check_message({"text": message.text, "blocks": dicts}) is None
         assert_inert(json.dumps(dicts, ensure_ascii=False) + message.text)
     pending = statuses(qs, other, user)[0]
     meta = ids.ModalMeta(pending.id, channel="C1", thread="1.2")
@@ -124,7 +124,7 @@ def check_all(qs: QuestionSet, other: str, user: str) -> None:
     ]
     for view in views:
         as_dict = view.to_dict()
-        assert _check_view(as_dict)[1] is None
+        assert check_view(as_dict)[1] is None
         assert_inert(json.dumps(as_dict["blocks"], ensure_ascii=False))
 
 
@@ -209,7 +209,7 @@ def test_rerenders_use_fresh_block_ids() -> None:
     first = {b["block_id"] for b in block_dicts(render_message(record))}
     second = {b["block_id"] for b in block_dicts(render_message(record))}
     assert first.isdisjoint(second)
-    assert _check_blocks(block_dicts(render_message(record))) is None
+    assert check_blocks(block_dicts(render_message(record))) is None
 
 
 INVISIBLE = [
