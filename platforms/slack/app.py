@@ -168,7 +168,6 @@ class Interactions:
         self.answering.settle(verdict)
 
 
-
 @dataclass(frozen=True)
 class Reply:
     """An ephemeral message to the person who clicked, in the ask's channel and thread."""
