@@ -267,7 +267,7 @@ def test_bad_chat_configuration_names_the_problem(environ: dict[str, str], expec
 def test_client_config_snippets_run_the_real_command() -> None:
     text = (Path(__file__).resolve().parents[1] / "examples" / "mcp_config.md").read_text()
     blocks = re.findall(r"```json\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     for block in blocks:
         for entry in json.loads(block)["mcpServers"].values():
             if "url" in entry:
