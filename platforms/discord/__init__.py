@@ -1,0 +1,132 @@
+"""Discord: question sets as component messages, answered in the channel, resolved by the store.
+
+Found by the core through the ``ask_bridge.platforms`` entry point as
+``platforms.discord:platform``. See :mod:`platforms.discord.render` for what the message and the
+form look like, :mod:`platforms.discord.app` for how clicks are answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from functools import cached_property
+
+import discord
+
+from bridge.aio import stop
+from bridge.answering import Answering
+from bridge.platform import HttpRoute, PlatformUnavailable
+from bridge.poster import Poster
+from bridge.store.base import Store
+from platforms.discord.app import Interactions
+from platforms.discord.client import RestClient, gateway_client, login
+from platforms.discord.poster import DiscordPoster
+from platforms.discord.render import REPLIES
+from platforms.discord.settings import DiscordSettings, load_settings
+
+log = logging.getLogger(__name__)
+
+
+class DiscordPlatform:
+    """Posting over REST with ``DISCORD_TOKEN``; clicks over the gateway (a connection the
+    receiver holds, so it works in any process, standalone ``ask`` included).
+
+    The settings are read from the environment once, on first use; one REST client serves every
+    poster of the process."""
+
+    name = "discord"
+
+    def __init__(self, settings: DiscordSettings | None = None) -> None:
+        self._settings = settings
+
+    @cached_property
+    def settings(self) -> DiscordSettings:
+        return self._settings or load_settings()
+
+    @cached_property
+    def rest(self) -> RestClient:
+        self.settings.bot_token()  # say what is missing before anything is asked
+        return RestClient(self.settings)
+
+    def configured(self) -> bool:
+        """``DISCORD_TOKEN`` is set: ``ask-bridge serve`` serves Discord."""
+        token = self.settings.token
+        return token is not None and bool(token.get_secret_value().strip())
+
+    def poster(self) -> DiscordPoster:
+        return DiscordPoster(self.rest)
+
+    def receiver(self, store: Store) -> DiscordReceiver:
+        return DiscordReceiver(self.settings, self.poster(), store)
+
+
+class DiscordReceiver:
+    """Clicks over the gateway, judged by one store. Any number of processes (and shards) may
+    receive: every click is routed by its custom_id and judged by the store."""
+
+    def __init__(
+        self,
+        settings: DiscordSettings,
+        poster: Poster,
+        store: Store,
+        *,
+        store_timeout: float = 5.0,
+        ack_budget: float = 1.5,
+        guild_ready_timeout: float = 2.0,
+    ) -> None:
+        self.token = settings.bot_token()
+        self.client = gateway_client(settings, guild_ready_timeout=guild_ready_timeout)
+        answering = Answering(
+            store, poster, REPLIES, store_timeout=store_timeout, ack_budget=ack_budget
+        )
+        self.interactions = Interactions(answering)
+        self.interactions.install(self.client)
+
+    def routes(self) -> Sequence[HttpRoute]:
+        return ()
+
+    async def run(self, ready: asyncio.Event) -> None:
+        """Log in, connect (resuming and reconnecting as discord.py does) and set ``ready`` once
+        the gateway says READY; raise if the connection ends for good."""
+        client = self.client
+        await login(client, self.token)
+        connecting = asyncio.create_task(client.connect(reconnect=True), name="discord gateway")
+        waiting = asyncio.create_task(client.wait_until_ready())
+        try:
+            await asyncio.wait({connecting, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if waiting.done():
+                user = client.user
+                app_id = client.application_id
+                shards = client.shard_count or 1
+                log.info(
+                    "Discord: connected to the gateway as %s (application %s, %s shard%s)",
+                    user,
+                    app_id,
+                    shards,
+                    "" if shards == 1 else "s",
+                )
+                ready.set()
+                await connecting
+            failure = connecting.exception() if connecting.done() else None
+            if failure is not None:
+                raise failure
+            raise PlatformUnavailable("Discord: the gateway connection ended")
+        except discord.PrivilegedIntentsRequired as exc:
+            raise PlatformUnavailable(f"Discord: {exc}") from exc
+        finally:
+            await stop(waiting)
+            await stop(connecting)
+
+    async def drain(self) -> None:
+        """Let clicks in flight finish (their responses need the connection's HTTP session),
+        then close the gateway client."""
+        try:
+            await self.interactions.drain()
+        finally:
+            await self.client.close()
+
+
+platform = DiscordPlatform()
+
+__all__ = ["DiscordPlatform", "DiscordPoster", "DiscordReceiver", "platform"]

@@ -1,0 +1,101 @@
+"""discord.py clients from the settings: one for REST (posting, re-rendering), one for the gateway.
+
+``DISCORD_API_URL`` and ``DISCORD_GATEWAY_URL`` are applied to discord.py's process-wide bases
+(``discord.http.Route.BASE``, ``DiscordWebSocket.DEFAULT_GATEWAY``): one process talks to one
+Discord. Only non-privileged intents are asked for: ``GUILDS`` keeps the guild and role cache that
+reads a clicker's roles; interactions need no intent at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import discord
+import yarl
+from discord.gateway import DiscordWebSocket
+
+from bridge.platform import PlatformUnavailable
+from platforms.discord.settings import DiscordSettings
+
+
+def apply_urls(settings: DiscordSettings) -> None:
+    discord.http.Route.BASE = settings.api_url
+    if settings.gateway_url is not None:
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
+
+
+def intents() -> discord.Intents:
+    return discord.Intents(guilds=True)
+
+
+def gateway_client(settings: DiscordSettings, *, guild_ready_timeout: float) -> discord.Client:
+    """The client holding the gateway connection(s): an ``AutoShardedClient`` when
+    ``DISCORD_SHARDS`` is set. No message cache, no member chunking: clicks carry what we need.
+    ``guild_ready_timeout``: how long after the last ``GUILD_CREATE`` it counts as ready."""
+    apply_urls(settings)
+    options: dict[str, Any] = {
+        "intents": intents(),
+        "guild_ready_timeout": guild_ready_timeout,
+        "max_messages": None,
+        "chunk_guilds_at_startup": False,
+        "member_cache_flags": discord.MemberCacheFlags.none(),
+    }
+    if settings.sharded:
+        options.update(shard_count=settings.shard_count, shard_ids=settings.shard_id_list)
+        return discord.AutoShardedClient(**options)
+    return discord.Client(**options)
+
+
+async def login(client: discord.Client, token: str) -> None:
+    """Log in (``GET /users/@me``, then the application id from ``/oauth2/applications/@me``);
+    a token Discord refuses becomes ``PlatformUnavailable``."""
+    try:
+        await client.login(token)
+    except discord.LoginFailure as exc:
+        await client.close()
+        raise PlatformUnavailable(f"Discord refused DISCORD_TOKEN: {exc}") from exc
+
+
+class RestClient:
+    """A logged-in client used only over REST, made on first use in the running event loop.
+
+    Its HTTP session is closed by :meth:`aclose`, or else when the event loop that made it shuts
+    down (``asyncio.run`` finalises async generators: a suspended one here closes the client), so a
+    short-lived ``ask`` leaves no unclosed session behind."""
+
+    def __init__(self, settings: DiscordSettings) -> None:
+        self.settings = settings
+        self._client: discord.Client | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self._closer: AsyncIterator[None] | None = None
+
+    async def get(self) -> discord.Client:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._client, self._loop, self._lock = None, loop, asyncio.Lock()
+        assert self._lock is not None
+        async with self._lock:
+            if self._client is None:
+                token = self.settings.bot_token()
+                apply_urls(self.settings)
+                client = discord.Client(intents=intents(), max_messages=None)
+                await login(client, token)
+                self._closer = _close_at_loop_end(client)
+                await anext(self._closer)
+                self._client = client
+            return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+
+async def _close_at_loop_end(client: discord.Client) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await client.close()

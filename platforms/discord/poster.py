@@ -1,0 +1,70 @@
+"""Posting and re-rendering ask messages over Discord's REST API."""
+
+from __future__ import annotations
+
+import discord
+
+from bridge.ask import AskRecord, MessageRef
+from bridge.poster import Poster
+from platforms.discord.client import RestClient
+from platforms.discord.render import render_message
+
+PLATFORM = "discord"
+
+
+def snowflake(value: str, what: str) -> int:
+    """A Discord id from the command line or the store, with a clear error if it is not one."""
+    if not (value.isascii() and value.isdigit() and len(value) <= 20):
+        raise ValueError(f"a Discord {what} id is a number (a snowflake), not {value[:40]!r}")
+    return int(value)
+
+
+class DiscordPoster(Poster):
+    """Shows an ask in a guild channel, a thread (its id is a channel id) or a DM (a user id:
+    the DM channel is opened first). Every send and edit carries the rendering's allowed
+    mentions, which parse nothing from the text."""
+
+    platform = PLATFORM
+
+    def __init__(self, rest: RestClient) -> None:
+        self.rest = rest
+
+    async def post(self, record: AskRecord) -> MessageRef:
+        dest = record.destination
+        client = await self.rest.get()
+        if dest.thread or dest.channel:
+            channel_id = snowflake(dest.thread or dest.channel or "", "channel")
+        elif dest.user:
+            dm = await client.create_dm(discord.Object(snowflake(dest.user, "user")))
+            channel_id = dm.id
+        else:
+            raise ValueError("a Discord destination needs a channel, a thread or a user")
+        message = render_message(record)
+        sent = await client.get_partial_messageable(channel_id).send(
+            content=message.content,
+            embeds=message.embeds,
+            view=message.view or discord.utils.MISSING,
+            allowed_mentions=message.allowed_mentions,
+        )
+        extra = {"thread": dest.thread} if dest.thread else {}
+        return MessageRef(
+            platform=PLATFORM, channel=str(channel_id), message_id=str(sent.id), extra=extra
+        )
+
+    async def update(self, record: AskRecord) -> None:
+        """Re-render for the record's status (answers, who answered; no controls once ended)."""
+        if record.message is None:
+            return
+        client = await self.rest.get()
+        channel = client.get_partial_messageable(snowflake(record.message.channel, "channel"))
+        target = channel.get_partial_message(snowflake(record.message.message_id, "message"))
+        message = render_message(record)
+        await target.edit(
+            content=message.content,
+            embeds=message.embeds,
+            view=message.view,
+            allowed_mentions=message.allowed_mentions,
+        )
+
+    async def aclose(self) -> None:
+        await self.rest.aclose()

@@ -1,0 +1,355 @@
+"""What an ask looks like on Discord: the channel message in each status, and the answer modals.
+
+**The message** is classic components: one embed per question (header as title, question text,
+each option's label in bold with its description; once answered, the answers), the asker in the
+first embed's author line, and while pending the controls in one action row:
+
+* one single-select question: one button per option (its label) plus ``Other…`` -- one click
+  answers; ``Other…`` opens a modal with one paragraph text input;
+* every other shape: an ``Answer`` button opening a modal form.
+
+The message ``content`` holds only the bridge's own words: the configured answerers' mentions
+while pending (the only pings the bridge ever allows) and the outcome line once ended. Embeds
+never ping. The six-thousand-character budget Discord puts on a message's embeds is met by trying
+generous cuts first and tighter ones until it fits; the tightest always fits (see the tests).
+
+**The form** lives in modals, at most five top-level components each (a ``Label`` holding a
+``RadioGroup``, ``CheckboxGroup`` or ``TextInput``):
+
+* one or two questions: one modal -- per question its choices and an optional ``Other…`` text;
+* three or four: first a modal with every question's choices (a radio group, or a checkbox group
+  for multiSelect), plus, when a question is multiSelect, a checkbox group "Also type your own
+  answer for". Submitting it answers at once if every question has a choice and no typed answer
+  was asked for; otherwise the person gets an ephemeral message only they see, whose ``Next``
+  button carries their choices (:mod:`platforms.discord.ids`) and opens a second modal with an
+  ``Other…`` text input for each question left without a choice (required) or ticked (optional).
+  A single-select question is answered by typing simply by leaving its choice empty.
+
+A modal cannot be opened from a modal submission, hence the ephemeral ``Next`` step; the choices
+are in its button, so nothing is held in memory, and one teammate's partial choices are never shown
+to or mixed with another's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import discord
+from discord import ui
+
+from bridge import routing
+from bridge.answering import MAX_TYPED, one_click
+from bridge.ask import AskRecord, AskStatus
+from bridge.models import Answer, Question
+from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
+from platforms.discord import ids
+from platforms.discord.text import (
+    NO_MENTIONS,
+    answerer_mentions,
+    fit,
+    mention,
+    one_line,
+    units,
+)
+
+REPLIES = Replies(mention=mention)
+"""The answering layer's words, with Discord's mentions."""
+
+EMBEDS_BUDGET = 5800
+"""Upper bound for all embed text of a message (Discord: 6000)."""
+MAX_CONTENT = 2000
+MAX_BUTTON = 80
+MAX_MODAL_TITLE = 45
+MAX_LABEL = 45
+MAX_LABEL_DESCRIPTION = 100
+MAX_OPTION = 100
+ONE_MODAL = 2
+"""Questions a single modal holds with a text input each (2 x 2 components of at most 5)."""
+
+PENDING_COLOUR = discord.Colour.blurple()
+ANSWERED_COLOUR = discord.Colour.green()
+ENDED_COLOUR = discord.Colour.light_grey()
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Display limits (UTF-16 units) for one rendering attempt."""
+
+    question: int
+    label: int
+    description: int
+    other: int
+
+
+LEVELS = (
+    Caps(question=1800, label=100, description=300, other=1000),
+    Caps(question=900, label=80, description=150, other=500),
+    Caps(question=500, label=60, description=80, other=250),
+    Caps(question=200, label=40, description=40, other=100),
+)
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message's parts, sent as they are on every post and edit."""
+
+    content: str | None
+    embeds: list[discord.Embed]
+    view: ui.View | None
+    allowed_mentions: discord.AllowedMentions
+
+
+def embeds_cost(embeds: list[discord.Embed]) -> int:
+    """What Discord counts against its 6000 characters: titles, descriptions, field names and
+    values, footers and author names."""
+    total = 0
+    for embed in embeds:
+        texts = [embed.title, embed.description, embed.footer.text, embed.author.name]
+        texts += [f.name for f in embed.fields] + [f.value for f in embed.fields]
+        total += sum(units(t) for t in texts if t)
+    return total
+
+
+def asker(record: AskRecord) -> str:
+    name = record.context.get("asker") or record.context.get("agent") or "An agent"
+    return fit(one_line(str(name)), 80)
+
+
+def render_message(record: AskRecord) -> Message:
+    """The message for the record's status, at the most generous level that fits."""
+    for caps in LEVELS:
+        message = _message(record, caps)
+        if embeds_cost(message.embeds) <= EMBEDS_BUDGET:
+            return message
+    return message  # the last level always fits; the tests hold us to that
+
+
+def _message(record: AskRecord, caps: Caps) -> Message:
+    pending = record.status is AskStatus.PENDING
+    colour = (
+        PENDING_COLOUR
+        if pending
+        else ANSWERED_COLOUR
+        if record.status is AskStatus.ANSWERED
+        else ENDED_COLOUR
+    )
+    answers = record.answers or ()
+    embeds = []
+    for i, q in enumerate(record.questions.questions):
+        body = _question_text(q, caps)
+        if record.status is AskStatus.ANSWERED and i < len(answers):
+            body += "\n\n" + _answer_text(answers[i], caps)
+        else:
+            body += "\n\n" + _options_text(q, caps)
+        embed = discord.Embed(title=fit(one_line(q.header), 60, markdown=True), colour=colour)
+        embed.description = body
+        embeds.append(embed)
+    verb = "asks" if pending else "asked"
+    embeds[0].set_author(name=f"{asker(record)} {verb}")
+    if pending:
+        content = _answerers_line(record)
+        view = message_view(record)
+        allowed = answerer_mentions(record.answerers[:MAX_ANSWERERS_SHOWN])
+    else:
+        content, view, allowed = REPLIES.outcome(record), None, NO_MENTIONS
+    return Message(content=content, embeds=embeds, view=view, allowed_mentions=allowed)
+
+
+def _answerers_line(record: AskRecord) -> str | None:
+    if not record.answerers:
+        return None
+    shown = [mention(a) for a in record.answerers[:MAX_ANSWERERS_SHOWN]]
+    more = len(record.answerers) - len(shown)
+    return "For " + ", ".join(shown) + (f" and {more} more" if more > 0 else "") + ":"
+
+
+def _question_text(q: Question, caps: Caps) -> str:
+    hint = "\n*(choose any)*" if q.multiSelect else ""
+    return fit(q.question, caps.question) + hint
+
+
+def _options_text(q: Question, caps: Caps) -> str:
+    return "\n".join(
+        f"• **{fit(one_line(o.label), caps.label, markdown=True)}** — "
+        f"{fit(one_line(o.description), caps.description, markdown=True)}"
+        for o in q.options
+    )
+
+
+def _answer_text(answer: Answer, caps: Caps) -> str:
+    lines = []
+    if answer.selected:
+        labels = ", ".join(
+            f"**{fit(one_line(s), caps.label, markdown=True)}**" for s in answer.selected
+        )
+        lines.append(f"✅ {labels}")
+    if answer.other_text:
+        lines.append(f"✏️ {fit(one_line(answer.other_text), caps.other, markdown=True)}")
+    return "\n".join(lines) or "—"
+
+
+def _view(*buttons: ui.Button[ui.View]) -> ui.View:
+    """A view only to render: stopped, so discord.py keeps no copy (clicks are dispatched by the
+    DynamicItem template, from the custom_id alone), and no timeout ever disables it."""
+    view = ui.View(timeout=None)
+    for button in buttons:
+        view.add_item(button)
+    view.stop()
+    return view
+
+
+def message_view(record: AskRecord) -> ui.View:
+    """The controls of a pending ask."""
+    if one_click(record.questions):
+        q = record.questions.questions[0]
+        buttons = [
+            ui.Button[ui.View](
+                label=fit(one_line(o.label), MAX_BUTTON),
+                custom_id=routing.pick_id(record.id, 0, oi),
+                style=discord.ButtonStyle.secondary,
+                row=0,
+            )
+            for oi, o in enumerate(q.options)
+        ]
+        other = ui.Button[ui.View](label="Other…", custom_id=routing.other_id(record.id, 0), row=0)
+        return _view(*buttons, other)
+    answer = ui.Button[ui.View](
+        label="Answer", custom_id=routing.answer_id(record.id), style=discord.ButtonStyle.primary
+    )
+    return _view(answer)
+
+
+def step_view(step: ids.Step) -> ui.View:
+    """The ephemeral ``Next`` (a typed answer is still needed) or ``Submit`` button."""
+    label = "Next" if typed_questions(step.choices) else "Submit"
+    button = ui.Button[ui.View](
+        label=label,
+        custom_id=ids.next_id(step.ask_id, step.choices),
+        style=discord.ButtonStyle.primary,
+    )
+    return _view(button)
+
+
+def retry_view(custom_id: str, label: str) -> ui.View:
+    """One button repeating a control (a form that could not open in time, or again)."""
+    return _view(ui.Button[ui.View](label=label, custom_id=custom_id))
+
+
+def typed_questions(choices: tuple[ids.Choice, ...]) -> list[int]:
+    """The questions the typed-answer step asks about: those without a choice, and those the
+    person ticked (multiSelect) or typed for before."""
+    return [i for i, c in enumerate(choices) if not c.selected or c.typed]
+
+
+def step_text(step: ids.Step) -> str:
+    """The step message: no store work goes into it, so it names questions by number."""
+    numbers = [str(i + 1) for i in typed_questions(step.choices)]
+    if not numbers:
+        return "Your choices are ready (only you see this): press Submit to send them."
+    which = "question " if len(numbers) == 1 else "questions "
+    which += ", ".join(numbers[:-1]) + (" and " if len(numbers) > 1 else "") + numbers[-1]
+    return f"Your choices are kept (only you see this). Next: type your own answer for {which}."
+
+
+# -- modals -----------------------------------------------------------------------------------
+
+
+def _modal(title: str, custom_id: str) -> ui.Modal:
+    """A modal only to render: stopped, so discord.py keeps no copy (a submission is read from
+    its payload, routed by ``custom_id``, so it works after a restart too)."""
+    modal = ui.Modal(title=title, custom_id=custom_id, timeout=None)
+    modal.stop()
+    return modal
+
+
+def _label(q: Question, prefix: str = "") -> str:
+    return fit(prefix + one_line(q.header) + " · " + one_line(q.question), MAX_LABEL)
+
+
+def form_modal(record: AskRecord) -> ui.Modal:
+    """The answer form's (first) modal: see the module docstring."""
+    qs = record.questions.questions
+    modal = _modal("Answer", routing.answer_id(record.id))
+    single = len(qs) <= ONE_MODAL
+    for i, q in enumerate(qs):
+        options = [
+            (fit(one_line(o.label), MAX_OPTION), fit(one_line(o.description), MAX_OPTION))
+            for o in q.options
+        ]
+        component: ui.Item[ui.Modal]
+        if q.multiSelect:
+            hint = "Choose any."
+            component = ui.CheckboxGroup(
+                custom_id=ids.pick_field(i),
+                required=False,
+                min_values=0,
+                max_values=len(options),
+                options=[
+                    discord.CheckboxGroupOption(label=lab, value=str(oi), description=desc)
+                    for oi, (lab, desc) in enumerate(options)
+                ],
+            )
+        else:
+            hint = "Choose one, or leave empty and type your own answer " + (
+                "below." if single else "next."
+            )
+            component = ui.RadioGroup(
+                custom_id=ids.pick_field(i),
+                required=False,
+                options=[
+                    discord.RadioGroupOption(label=lab, value=str(oi), description=desc)
+                    for oi, (lab, desc) in enumerate(options)
+                ],
+            )
+        modal.add_item(ui.Label(text=_label(q), description=hint, component=component))
+        if single:
+            extra = "In addition to your choices." if q.multiSelect else "Instead of choosing."
+            modal.add_item(_text_label(q, i, required=False, hint=extra))
+    multi = [i for i, q in enumerate(qs) if q.multiSelect]
+    if not single and multi:
+        ticks = ui.CheckboxGroup[ui.Modal](
+            custom_id=ids.TYPED_FOR,
+            required=False,
+            min_values=0,
+            max_values=len(multi),
+            options=[discord.CheckboxGroupOption(label=_label(qs[i]), value=str(i)) for i in multi],
+        )
+        modal.add_item(ui.Label(text="Also type your own answer (Other…) for", component=ticks))
+    return modal
+
+
+def typed_modal(step: ids.Step, record: AskRecord) -> ui.Modal:
+    """The typed-answer step: an ``Other…`` text input per question that needs one."""
+    qs = record.questions.questions
+    modal = _modal("Other…", ids.next_id(step.ask_id, step.choices))
+    for i in typed_questions(step.choices):
+        if i >= len(qs):
+            continue
+        chosen = i < len(step.choices) and step.choices[i].selected
+        hint = "In addition to your choices." if chosen else None
+        modal.add_item(_text_label(qs[i], i, required=not chosen, hint=hint))
+    return modal
+
+
+def other_modal(record: AskRecord, question: int) -> ui.Modal:
+    """``Other…`` of the one-click shape: the person types their own answer."""
+    q = record.questions.questions[question]
+    modal = _modal("Other answer", routing.other_id(record.id, question))
+    modal.add_item(_text_label(q, question, required=True, hint=None))
+    return modal
+
+
+def _text_label(q: Question, i: int, *, required: bool, hint: str | None) -> ui.Label[ui.Modal]:
+    text_input = ui.TextInput[ui.Modal](
+        custom_id=ids.text_field(i),
+        style=discord.TextStyle.paragraph,
+        required=required,
+        max_length=MAX_TYPED,
+    )
+    description = fit(hint or one_line(q.question), MAX_LABEL_DESCRIPTION)
+    return ui.Label(text=_label(q, "Other… "), description=description, component=text_input)
+
+
+def plain(text: str) -> str:
+    """A reply within Discord's content limit."""
+    return fit(text, MAX_CONTENT) if units(text) > MAX_CONTENT else text

@@ -1,0 +1,93 @@
+"""Making untrusted text safe and short enough for Discord.
+
+Text from the model or a teammate is stripped of invisible and control characters
+(:func:`bridge.text.visible`), and cut visibly with ``…`` to a limit counted in UTF-16 code units,
+never fewer than the characters Discord counts, so a cut text always fits. Where it is shown as
+Markdown inside our own formatting (labels in bold, headers, typed answers) it is escaped, so a
+``**`` or a ``<@id>`` in it shows as typed; question texts keep their Markdown.
+
+Mentions: model text never pings anyone, because every send and edit carries
+:data:`NO_MENTIONS` (``{"parse": []}``) or :func:`answerer_mentions`, which allows exactly the
+configured answerers' own ids. Answerer ids are Discord snowflakes: a bare ``123`` is a user,
+``role:123`` a role (both are snowflakes, so the prefix is how a role is told apart).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import discord
+
+from bridge.text import visible
+
+ELLIPSIS = "…"
+BLANK = "(blank)"
+NO_MENTIONS = discord.AllowedMentions.none()
+ROLE_PREFIX = "role:"
+
+_SNOWFLAKE = re.compile(r"^[0-9]{1,20}$")
+_MARKDOWN = set("\\*_~`|>#-[]()<:@")
+
+
+def units(text: str) -> int:
+    """Length in UTF-16 code units (an astral character counts 2): at least Discord's count."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def clean(text: str) -> str:
+    """Only what shows; never empty (Discord refuses empty labels)."""
+    cleaned = visible(text)
+    return cleaned if cleaned.strip() else BLANK
+
+
+def one_line(text: str) -> str:
+    """Newlines collapsed to spaces, for places that show one line (buttons, labels, titles)."""
+    return " ".join(text.split())
+
+
+def _escape(char: str) -> str:
+    return "\\" + char if char in _MARKDOWN else char
+
+
+def fit(text: str, limit: int, *, markdown: bool = False) -> str:
+    """``text`` cleaned (and escaped when ``markdown``) within ``limit`` UTF-16 units, cut with
+    ``…`` if it had to be."""
+    cleaned = clean(text)
+    pieces = [_escape(c) for c in cleaned] if markdown else list(cleaned)
+    whole = "".join(pieces)
+    if units(whole) <= limit:
+        return whole
+    budget = limit - units(ELLIPSIS)
+    kept: list[str] = []
+    for piece in pieces:
+        budget -= units(piece)
+        if budget < 0:
+            break
+        kept.append(piece)
+    cut = "".join(kept).rstrip()
+    if cut.endswith("\\") and not cut.endswith("\\\\"):
+        cut = cut[:-1]  # never leave an escape that would swallow the ellipsis
+    return cut + ELLIPSIS
+
+
+def mention(answerer: str) -> str:
+    """The bridge's own mention of a configured answerer (``<@id>`` for a user, ``<@&id>`` for
+    ``role:id``); anything not shaped like one is shown as inert text."""
+    if _SNOWFLAKE.match(answerer):
+        return f"<@{answerer}>"
+    role = answerer.removeprefix(ROLE_PREFIX)
+    if answerer.startswith(ROLE_PREFIX) and _SNOWFLAKE.match(role):
+        return f"<@&{role}>"
+    return fit(one_line(answerer), 40, markdown=True)
+
+
+def answerer_mentions(answerers: Sequence[str]) -> discord.AllowedMentions:
+    """Allowed mentions that may notify exactly these answerers and nobody else."""
+    users = [discord.Object(int(a)) for a in answerers if _SNOWFLAKE.match(a)]
+    roles = [
+        discord.Object(int(a.removeprefix(ROLE_PREFIX)))
+        for a in answerers
+        if a.startswith(ROLE_PREFIX) and _SNOWFLAKE.match(a.removeprefix(ROLE_PREFIX))
+    ]
+    return discord.AllowedMentions(everyone=False, users=users, roles=roles, replied_user=False)
