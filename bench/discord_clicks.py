@@ -1,0 +1,158 @@
+"""Discord click latency through the bot, next to the engine's raw answer-to-resume.
+
+Run: ``.venv/bin/python bench/discord_clicks.py [N]`` (default 300 sequential clicks).
+
+* engine: ``store.submit`` on one connection -> ``store.wait`` returns on another (same Redis).
+* click-to-resume: the fake Discord sends ``INTERACTION_CREATE`` over its gateway to an
+  ``ask-bridge serve`` bot (separate OS process, real discord.py) -> the waiting ``store.wait``
+  in this process returns.
+* response: clicks fired open-loop at 200 per second for 5 seconds; each one's latency runs from
+  its *scheduled* time to the moment the fake receives its interaction response (target: p99
+  under 100 ms; Discord's hard limit is 3 s).
+
+Discord itself is the loopback fake from the test suite, so the figures exclude Discord's network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests" / "discord"), str(ROOT / "tests"), str(ROOT / "bench")]
+
+from discord_procs import Bot, discord_env  # noqa: E402
+from engine_common import pct, server_url  # noqa: E402
+from fake_discord import CHANNEL, TOKEN, FakeDiscord, Interaction  # noqa: E402
+from samples import one_question_set  # noqa: E402
+
+from bridge import routing  # noqa: E402
+from bridge.ask import AskRecord, Destination, Responder  # noqa: E402
+from bridge.models import Answer  # noqa: E402
+from bridge.store.redis import RedisStore  # noqa: E402
+from platforms.discord.client import RestClient  # noqa: E402
+from platforms.discord.poster import DiscordPoster  # noqa: E402
+from platforms.discord.settings import DiscordSettings  # noqa: E402
+
+RATE = 200
+SECONDS = 5
+USER = "100000000000000001"
+
+
+def ms(values: list[float], p: float) -> float:
+    """The ``p``-th percentile of ``values`` (seconds) in milliseconds."""
+    return pct(values, p) * 1000
+
+
+async def new_ask(store: RedisStore, poster: DiscordPoster) -> AskRecord:
+    record = AskRecord(
+        questions=one_question_set(
+            "Ship the release to production now?",
+            "Deploy",
+            ("Yes", "Deploy now"),
+            ("No", "Hold the release"),
+        ),
+        destination=Destination(platform="discord", channel=CHANNEL),
+        expires_at=time.time() + 3600,
+    )
+    await store.create(record)
+    posted = await store.set_message(record.id, await poster.post(record))
+    assert posted is not None
+    return posted
+
+
+async def engine(a: RedisStore, b: RedisStore, poster: DiscordPoster, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        record = await new_ask(a, poster)
+        waiting = asyncio.create_task(b.wait(record.id, 30))
+        await asyncio.sleep(0)
+        answer = Answer(question=record.questions.questions[0].question, selected=("Yes",))
+        start = time.perf_counter()
+        await a.submit(record.id, Responder(user_id=USER), [answer])
+        assert await waiting is not None
+        out.append(time.perf_counter() - start)
+    return out
+
+
+async def click(fake: FakeDiscord, record: AskRecord) -> Interaction:
+    assert record.message is not None
+    message = fake.messages[record.message.message_id]
+    return await fake.click(USER, message, routing.pick_id(record.id, 0, 0))
+
+
+async def clicks(
+    store: RedisStore, poster: DiscordPoster, fake: FakeDiscord, n: int
+) -> list[float]:
+    out = []
+    for _ in range(n):
+        record = await new_ask(store, poster)
+        waiting = asyncio.create_task(store.wait(record.id, 30))
+        await asyncio.sleep(0)
+        start = time.perf_counter()
+        await click(fake, record)
+        assert await waiting is not None
+        out.append(time.perf_counter() - start)
+    return out
+
+
+async def responses(store: RedisStore, poster: DiscordPoster, fake: FakeDiscord) -> list[float]:
+    records = [await new_ask(store, poster) for _ in range(RATE * SECONDS)]
+    gc.collect()
+    gc.freeze()  # the fake's own bookkeeping must not pause the measurement with collections
+    scheduled: list[float] = []
+    sent: list[Interaction] = []
+    began = time.perf_counter() + 0.1
+    for i, record in enumerate(records):
+        at = began + i / RATE
+        delay = at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        scheduled.append(at)
+        sent.append(await click(fake, record))
+    for interaction in sent:
+        await fake.responded(interaction, within=60)
+    return [i.responded_at - at for i, at in zip(sent, scheduled, strict=True) if i.responded_at]
+
+
+async def run(n: int) -> None:
+    with server_url() as url:
+        fake = await FakeDiscord(users={USER: "bench"}).start()
+        prefix = f"bench{uuid.uuid4().hex[:6]}"
+        bot = await Bot(discord_env(fake, REDIS_URL=url, ASK_BRIDGE_KEY_PREFIX=prefix)).start()
+        a = RedisStore.from_url(url, prefix=prefix)
+        b = RedisStore.from_url(url, prefix=prefix)
+        settings = DiscordSettings(token=TOKEN, api_url=fake.url, gateway_url=fake.gateway_url)
+        poster = DiscordPoster(RestClient(settings))
+        try:
+            await clicks(b, poster, fake, 20)  # warm up both paths
+            await engine(a, b, poster, 20)
+            raw = await engine(a, b, poster, n)
+            resumed = await clicks(b, poster, fake, n)
+            answered = await responses(b, poster, fake)
+        finally:
+            await bot.stop()
+            await poster.aclose()
+            await a.aclose()
+            await b.aclose()
+            await fake.stop()
+    cores = os.cpu_count()
+    print(f"discord clicks ({n} sequential; {RATE}/s for {SECONDS}s; {cores} cores; loopback fake)")
+    print(f"  engine answer-to-resume   p50 {ms(raw, 50):7.2f} ms   p99 {ms(raw, 99):7.2f} ms")
+    print(
+        f"  discord click-to-resume   p50 {ms(resumed, 50):7.2f} ms   "
+        f"p99 {ms(resumed, 99):7.2f} ms   ({ms(resumed, 50) / ms(raw, 50):.1f}x engine p50)"
+    )
+    print(
+        f"  response at {RATE}/s         p50 {ms(answered, 50):7.2f} ms   "
+        f"p99 {ms(answered, 99):7.2f} ms   (from each click's scheduled time; target p99 < 100 ms)"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 300))
