@@ -57,7 +57,11 @@ def run_serve(cwd: Path, env: dict[str, str], *args: str) -> subprocess.Complete
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ((), "no chat platform is configured (slack: Slack is not configured: set SLACK_BOT_TOKEN"),
+        (
+            (),
+            "no chat platform is configured (discord: Discord is not configured: set "
+            "DISCORD_TOKEN, the bot token; slack: Slack is not configured: set SLACK_BOT_TOKEN",
+        ),
         (("--platform", "slack"), "slack: Slack is not configured: set SLACK_BOT_TOKEN"),
         (("--platform", "nope"), "unknown platform 'nope' (installed: "),
         (("--platform", "console"), "platform 'console' cannot post and serve"),
