@@ -62,8 +62,9 @@ class Bot:
     fake: FakeDiscord
     store: Store
     platform: DiscordPlatform
-    receiver: DiscordReceiver
-    task: asyncio.Task[None]
+    receiver: DiscordReceiver | None = None
+    """``None`` when something else (the runtime) receives this bot's clicks."""
+    task: asyncio.Task[None] | None = None
 
     async def ask(
         self,
@@ -93,8 +94,10 @@ class Bot:
         return self.fake.messages[record.message.message_id]
 
     async def stop(self) -> None:
-        await stop(self.task)
-        await self.receiver.drain()
+        if self.task is not None:
+            await stop(self.task)
+        if self.receiver is not None:
+            await self.receiver.drain()
         await self.platform.rest.aclose()
 
 

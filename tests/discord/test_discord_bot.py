@@ -7,7 +7,7 @@ from typing import Any
 
 import discord
 import pytest
-from conftest import ALICE, BOB, CAROL, REVIEWERS, Bot, q, start_bot
+from conftest import ALICE, BOB, CAROL, REVIEWERS, Bot, q, settings_for, start_bot
 from fake_discord import CHANNEL, THREAD, FakeDiscord, Interaction, dm_channel
 from redis_server import free_port
 
@@ -333,3 +333,28 @@ async def test_a_post_discord_refuses_raises_its_error(bot: Bot) -> None:
             [q("Ship it?", "Ship", ["Yes", "No"])],
             destination=Destination(platform="discord", channel="810000000000000999"),
         )
+
+
+async def test_served_beside_slack_in_one_process(fake: FakeDiscord, store: RedisStore) -> None:
+    import aiohttp
+
+    from bridge.runtime import serving
+    from platforms.discord import DiscordPlatform
+    from platforms.slack import SlackPlatform
+    from platforms.slack.settings import SlackSettings
+
+    slack = SlackPlatform(
+        SlackSettings(bot_token="xoxb-t", signing_secret="s", api_url="http://127.0.0.1:9/api/")
+    )
+    discord_ = DiscordPlatform(settings_for(fake))
+    async with serving([slack, discord_], store, port=0) as receiving:
+        assert receiving.server is not None
+        async with aiohttp.ClientSession() as http:  # Slack's route on the one HTTP server
+            async with http.post(receiving.server.url("/slack/events"), data=b"{}") as resp:
+                assert resp.status == 401  # unsigned: refused, but served
+        posting = Bot(fake, store, discord_)  # the runtime receives its clicks
+        record = await posting.ask([q("Both?", "Both", ["Yes", "No"])])
+        click = await fake.click(ALICE, posting.message(record), f"askb:pick:{record.id}:0:0")
+        assert (await fake.responded(click))["type"] == 6
+        assert picks(await answered(posting, record)) == [(("Yes",), None)]
+    await posting.stop()
