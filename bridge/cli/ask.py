@@ -37,18 +37,24 @@ def register(sub: Any) -> None:
         "0 answered; 1 any other failure (e.g. the post was refused); 2 the question set was "
         "rejected; 3 not answered within --wait (deferred, ask id printed); 4 expired or "
         "cancelled. Without REDIS_URL this process handles the clicks itself (Slack: Socket "
-        "Mode), --mode defer is refused, and an unanswered --wait closes the ask (exit 4).",
+        "Mode; Discord: the gateway), --mode defer is refused, and an unanswered --wait closes "
+        "the ask (exit 4).",
     )
     p.add_argument("--platform", default="slack", help="chat platform (default: slack)")
-    p.add_argument("--channel", help="channel id to post in (Slack: C…)")
-    p.add_argument("--thread", help="thread to post in (Slack: the parent message ts)")
-    p.add_argument("--user", help="user id to ask in a direct message (Slack: U…)")
+    p.add_argument("--channel", help="channel id to post in (Slack: C…; Discord: a number)")
+    p.add_argument(
+        "--thread", help="thread to post in (Slack: the parent message ts; Discord: its id)"
+    )
+    p.add_argument(
+        "--user", help="user id to ask in a direct message (Slack: U…; Discord: a number)"
+    )
     p.add_argument(
         "--answerer",
         action="append",
         default=[],
         metavar="ID",
-        help="who may answer: a user or user-group id; repeat for several (default: anyone)",
+        help="who may answer: a user or user-group id (Discord: a user id, or role:ID for a "
+        "role); repeat for several (default: anyone)",
     )
     p.add_argument(
         "--wait",
