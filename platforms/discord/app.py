@@ -260,10 +260,16 @@ class Interactions:
         picks = read_picks(fields)
         ticked = {_index(v) for v in _values(fields.get(ids.TYPED_FOR))}
         one_modal = any(ids.text_field(i) in fields for i in picks)
+        # a checkbox group sends a list (multiSelect): only there is typed text kept beside a
+        # choice; a single-select choice and typed text are "not both", and a retry keeps the
+        # choice
         choices = tuple(
             ids.Choice(
                 frozenset(o for o in p.selected if o >= 0),
-                typed=i in ticked or bool((p.text or "").strip()),
+                typed=i in ticked
+                or (
+                    bool((p.text or "").strip()) and isinstance(fields.get(ids.pick_field(i)), list)
+                ),
             )
             for i, p in sorted(picks.items())
         )

@@ -358,3 +358,24 @@ async def test_served_beside_slack_in_one_process(fake: FakeDiscord, store: Redi
         assert (await fake.responded(click))["type"] == 6
         assert picks(await answered(posting, record)) == [(("Yes",), None)]
     await posting.stop()
+
+
+async def test_choice_and_typed_text_for_a_single_select_is_refused_keeping_the_choice(
+    bot: Bot, fake: FakeDiscord
+) -> None:
+    record = await bot.ask(
+        [q("Region?", "Region", ["eu", "us"]), q("Runs?", "Runs", ["unit", "e2e"], multi=True)]
+    )
+    click = await fake.click(ALICE, bot.message(record), f"askb:answer:{record.id}")
+    await modal_of(fake, click)
+    submit = await fake.submit(ALICE, click, {"q0": "1", "t0": "ap", "q1": ["0"], "t1": "x"})
+    refused = await fake.responded(submit)
+    assert refused["type"] == 4 and "not both" in refused["data"]["content"]
+    (row,) = refused["data"]["components"]
+    assert row["components"][0]["label"] == "Next"  # Runs' typed text is to be typed again
+    step = fake.messages[submit.payload["_original"]]
+    nxt = await fake.click(ALICE, step, row["components"][0]["custom_id"])
+    typed = await modal_of(fake, nxt)
+    assert list(fields(typed)) == ["t1"]  # Region keeps its choice; no typed field for it
+    await fake.responded(await fake.submit(ALICE, nxt, {"t1": "x"}))
+    assert picks(await answered(bot, record)) == [(("us",), None), (("unit",), "x")]
