@@ -43,6 +43,7 @@ from bridge import replies
 from bridge.ask import AskRecord, AskStatus, Responder
 from bridge.models import Answer, QuestionSet
 from bridge.poster import Poster
+from bridge.rendering import show_final
 from bridge.replies import Replies
 from bridge.store.base import Store, StoreUnavailable
 
@@ -302,12 +303,10 @@ class Answering:
             self.spawn(self.rerender(verdict.record))
 
     async def rerender(self, record: AskRecord) -> None:
-        """Show ``record``'s final state on its message; a failure is logged (the outcome stands,
-        and the next click on the stale controls re-renders again)."""
-        try:
-            await self.poster.update(record)
-        except Exception:
-            log.exception("ask %s ended but its message could not be re-rendered", record.id)
+        """Show ``record``'s final state on its message, at most once per render interval across
+        replicas (:func:`bridge.rendering.show_final`); a failure is logged (the outcome stands,
+        and a later sweep shows it)."""
+        await show_final(self.store, self.poster, record)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run work that follows an ack; kept referenced until done, drained on shutdown, and any
@@ -323,8 +322,10 @@ class Answering:
 
     async def drain(self, within: float = 5.0) -> None:
         """Let work in progress finish (verdicts, re-renders, explanations) on shutdown."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=within)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while self._tasks and loop.time() < deadline:  # work may spawn more (a late re-render)
+            await asyncio.wait(set(self._tasks), timeout=deadline - loop.time())
 
 
 def _ask_of(verdict: Verdict) -> str:

@@ -25,7 +25,6 @@ the post) is re-rendered by the handler, which alone knows the message then.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,9 +37,8 @@ from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed, ToolRejected
 from bridge.models import Answer, Question, QuestionSet
 from bridge.poster import Poster
+from bridge.rendering import show_final
 from bridge.store.base import Store
-
-log = logging.getLogger(__name__)
 
 
 class AskPolicy(BaseModel):
@@ -135,8 +133,10 @@ class ChatHandler:
         done = await self.store.wait(record.id, policy.wait)
         if done is None:
             done = await self._timed_out(record)
-        # no await from here on: an answer taken above is certainly returned (or deferred)
         if done.status is AskStatus.ANSWERED and done.answers is not None and not done.deferred:
+            # taken above: tell the store it is returned (a cancellation landing here releases
+            # it to the feed; should this process die first, the sweeper feeds it)
+            await self.store.confirm(record.id)
             return done.answers
         if done.status is AskStatus.ANSWERED or done.deferred:
             return self._deferred(done, ask.message)
@@ -185,10 +185,8 @@ class ChatHandler:
             await self._render(closed)
 
     async def _render(self, record: AskRecord) -> None:
-        try:
-            await self.poster.update(record)
-        except Exception:  # the outcome stands even if the message could not be re-rendered
-            log.warning("could not re-render ask %s", record.id, exc_info=True)
+        """Show the final state (once across replicas; failures logged: the outcome stands)."""
+        await show_final(self.store, self.poster, record)
 
     def _deferred(self, record: AskRecord, message: MessageRef | None) -> AskUserDeferred:
         extra: dict[str, Any] = {"ask_id": record.id, "expires_at": record.expires_at}

@@ -1,10 +1,13 @@
-"""The sweeper: expire asks past ``expires_at`` and finish hand-offs that a dead process left.
+"""The sweeper: expire asks past ``expires_at``, finish hand-offs that a dead process left, and
+show final states nobody showed.
 
 Run one in every replica (``ask-bridge serve`` does); they may overlap freely, because the store
-expires each ask in one atomic step and hands it to exactly one sweeper, which then re-renders the
-message through the poster registered for the ask's platform. (An ask that a click finds past
-``expires_at`` before any sweep is expired by that submission instead, and re-rendered by whoever
-handled the click: see :meth:`bridge.store.base.Store.submit`.)
+expires each ask in one atomic step, and each final state is shown through one claim
+(:func:`bridge.rendering.show_final`) with the poster registered for the ask's platform. (An ask
+that a click finds past ``expires_at`` before any sweep is expired by that submission instead, and
+re-rendered by whoever handled the click: see :meth:`bridge.store.base.Store.submit`.) An ask whose
+final state was stored but never shown -- the replica that ended it was killed before it rendered
+-- comes back from a later sweep and is rendered then.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Mapping
 
 from bridge.ask import AskRecord
 from bridge.poster import Poster
+from bridge.rendering import show_final
 from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -29,18 +33,15 @@ class Sweeper:
         self.interval = interval
 
     async def sweep_once(self, now: float | None = None) -> list[AskRecord]:
-        """Expire what is due at ``now`` (default: the clock); re-render each ask this sweeper
-        expired. Returns those asks."""
-        expired = await self.store.sweep(now)
-        for record in expired:
+        """Sweep at ``now`` (default: the clock) and show the final state of each ask the sweep
+        returned (:meth:`Store.sweep`: expired by it, or never shown). Returns the asks this
+        sweeper showed: another sweeper's claim may have taken some."""
+        shown: list[AskRecord] = []
+        for record in await self.store.sweep(now):
             poster = self.posters.get(record.destination.platform)
-            if poster is None or record.message is None:
-                continue
-            try:
-                await poster.update(record)
-            except Exception:  # the expiry stands; a stale message only shows live buttons
-                log.warning("could not re-render expired ask %s", record.id, exc_info=True)
-        return expired
+            if poster is not None and await show_final(self.store, poster, record):
+                shown.append(record)
+        return shown
 
     async def run(self) -> None:
         """Sweep every ``interval`` seconds until cancelled; a failed round is logged, not fatal."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import secrets
 import signal
@@ -14,11 +15,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from engine_fixtures import new_record
+from engine_fixtures import StoreFactory, new_record, questions
 from redis.asyncio import Redis
 from redis_server import RedisServer, redis_server
 
-from bridge.ask import AskRecord, AskStatus, Responder
+from bridge.ask import AskRecord, AskStatus, Destination, Responder
+from bridge.handler import ChatHandler
+from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
@@ -155,3 +158,138 @@ async def test_waiting_process_dies_answer_reaches_feed(standalone: RedisServer)
         assert json.loads(delivery.record.model_dump_json())["status"] == "answered"
     finally:
         await store.aclose()
+
+
+class ReplyLoss:
+    """A TCP proxy on loopback in front of a real server. Armed with a marker, it lets the next
+    command containing it reach the server (which runs it), then cuts that connection before the
+    reply gets back -- once -- so the client's retry sends the command again."""
+
+    def __init__(self, upstream: int) -> None:
+        self.upstream = upstream
+        self.port = 0
+        self.cut = 0
+        self._marker: bytes | None = None
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> ReplyLoss:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def arm(self, marker: bytes) -> None:
+        self._marker = marker
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
+        lose_reply = asyncio.Event()
+
+        async def to_server() -> None:
+            while data := await reader.read(65536):
+                if self._marker is not None and self._marker in data:
+                    self._marker = None
+                    lose_reply.set()  # before the command leaves: its reply is the next data
+                up_writer.write(data)
+                await up_writer.drain()
+
+        async def to_client() -> None:
+            while data := await up_reader.read(65536):
+                if lose_reply.is_set():
+                    self.cut += 1
+                    return
+                writer.write(data)
+                await writer.drain()
+
+        pumps = [asyncio.create_task(to_server()), asyncio.create_task(to_client())]
+        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        for pump in pumps:
+            pump.cancel()
+        for w in (writer, up_writer):
+            w.close()
+
+
+def _op(name: str) -> bytes:
+    """How ``ask.lua``'s op argument travels in a command (a RESP bulk string)."""
+    return f"${len(name)}\r\n{name}\r\n".encode()
+
+
+async def test_operations_whose_reply_was_lost_are_retried_safely(standalone: RedisServer) -> None:
+    async with ReplyLoss(standalone.port) as proxy:
+        store = RedisStore.from_url(proxy.url, prefix=f"r{secrets.token_hex(3)}")
+        try:
+            rec, other = new_record(), new_record()
+            proxy.arm(_op("create"))
+            await store.create(rec)  # ran, reply lost, sent again: not a duplicate
+            assert proxy.cut == 1
+            proxy.arm(_op("submit"))
+            first = await store.submit(rec.id, ALICE, YES)  # the person's first click
+            assert proxy.cut == 2 and first.outcome is SubmitOutcome.ACCEPTED
+            again = await store.submit(rec.id, ALICE, YES)  # a second click: a repeat
+            assert again.outcome is SubmitOutcome.REPEATED
+            await store.create(other)
+            proxy.arm(_op("close"))
+            closed = await store.close(other.id, AskStatus.EXPIRED)
+            assert proxy.cut == 3  # ran, reply lost: the retry still returns it, to re-render
+            assert closed is not None and closed.status is AskStatus.EXPIRED
+            assert [e.kind for e in await store.history(rec.id)] == ["created", "answered"]
+            assert [e.kind for e in await store.history(other.id)] == ["created", "expired"]
+        finally:
+            await store.aclose()
+
+
+async def test_lost_data_is_noticed_and_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis restarted without persistence: every process that used it says so, once."""
+    with redis_server(tmp_path / "volatile") as server:
+        waiting = RedisStore.from_url(server.url, prefix="lost")
+        sweeping = RedisStore.from_url(server.url, prefix="lost")
+        try:
+            rec = new_record()
+            await waiting.create(rec)
+            await sweeping.sweep()
+            assert not waiting.lost_data and not sweeping.lost_data
+            await asyncio.to_thread(server.restart)  # no AOF, no snapshot: everything is gone
+            with caplog.at_level(logging.ERROR, logger="bridge.store.redis"):
+                assert await waiting.wait(rec.id, 5) is None  # its ask is missing
+                assert waiting.lost_data
+                await sweeping.sweep()
+                assert sweeping.lost_data
+                await waiting.sweep()  # noticed already: not said again
+                await sweeping.sweep()
+            lines = [r.getMessage() for r in caplog.records if "lost its data" in r.getMessage()]
+            assert len(lines) == 2
+            assert all("restarted without persistence" in line for line in lines)
+            assert all("appendonly" in line for line in lines)
+        finally:
+            await waiting.aclose()
+            await sweeping.aclose()
+
+
+async def test_answers_returned_by_the_handler_never_reach_the_feed(
+    make_store: StoreFactory,
+) -> None:
+    """The handler confirms what it returned: its process may die right after, the answer is
+    not also fed (without the confirm, the lapsed lease would hand it to the feed)."""
+    waiting = await make_store(lease_ttl=0.2)
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, waiting, Destination(platform="memory", channel="C1"))
+    call = asyncio.create_task(handler(list(questions(1).questions), {}))
+    posted = await poster.next_post()
+    assert (await waiting.submit(posted.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+    assert await call == YES
+    await waiting.aclose()  # the process that returned the answers is gone
+    sweeper = await make_store(lease_ttl=0.2)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        await sweeper.sweep()
+        await asyncio.sleep(0.05)
+    assert "handed_to_feed" not in [e.kind for e in await sweeper.history(posted.id)]

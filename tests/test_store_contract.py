@@ -44,9 +44,14 @@ async def test_create_get_and_duplicate(store: Store) -> None:
     got = await store.get(rec.id)
     assert got == rec
     assert await store.get("no-such-ask") is None
+    await store.create(rec)  # the same ask again (a retry whose reply was lost): no error
+    other = rec.model_copy(update={"expires_at": rec.expires_at + 1})
     with pytest.raises(DuplicateAsk, match="already exists"):
-        await store.create(rec)
+        await store.create(other)
+    with pytest.raises(DuplicateAsk, match="already exists"):
+        await store.create(rec.model_copy(update={"deferred": True}))
     assert await store.get(rec.id) == rec
+    assert [e.kind for e in await store.history(rec.id)] == ["created"]
 
 
 async def test_message_and_history(store: Store) -> None:
@@ -108,6 +113,8 @@ async def test_close_then_late_click(store: Store) -> None:
     await store.create(rec)
     closed = await store.close(rec.id, AskStatus.CANCELLED, by="U_ADMIN")
     assert closed is not None and closed.status is AskStatus.CANCELLED and closed.closed_at
+    # closing to the same end again (a retry) gives the record back, to show it; nothing changes
+    assert await store.close(rec.id, AskStatus.CANCELLED, by="U_ADMIN") == closed
     assert await store.close(rec.id, AskStatus.EXPIRED) is None
     assert (await store.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.CLOSED
     events = await store.history(rec.id)
@@ -390,6 +397,7 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
         for rec in (waited, deferred, expired):
             await store.create(rec)
         await store.record_event(waited.id, "click", user_id="U_ALICE")
+        await store.record_event(waited.id, "opened", user_id="U_BOB")  # noise
         await store.submit(deferred.id, ALICE, YES)
         delivery = await next_delivery(store)
         await store.ack(delivery)
@@ -401,7 +409,7 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
             return found
 
         kinds = {k.rsplit(":", 1)[-1] for k in await ttls()}
-        assert kinds == {"rec", "log", "lease", "due", "feed"}
+        assert kinds == {"rec", "log", "noise", "lease", "due", "feed", "epoch"}
         await store.sweep(time.time() + 7200)
         after = await ttls()
         assert after[store.keys.rec(expired.id)] <= 3600  # closed: retention only
@@ -475,3 +483,124 @@ def test_store_package_loads_redis_only_when_asked() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+async def test_a_resent_submission_is_the_same_attempt(store: Store) -> None:
+    """The store ran a submission whose reply was lost, and the client sent it again: that is
+    still the accepting attempt. Another submission of the same answer is a repeat."""
+    rec = new_record()
+    await store.create(rec)
+    first = await store.submit(rec.id, ALICE, YES, attempt="attempt-1")
+    again = await store.submit(rec.id, ALICE, YES, attempt="attempt-1")
+    assert first.outcome is again.outcome is SubmitOutcome.ACCEPTED
+    assert again.record == first.record
+    assert (await store.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.REPEATED
+    other = await store.submit(rec.id, ALICE, YES, attempt="attempt-2")
+    assert other.outcome is SubmitOutcome.REPEATED
+    assert [e.kind for e in await store.history(rec.id)] == ["created", "answered"]
+
+
+async def _sweep_until_fed(store: Store, ask_id: str, within: float = 10.0) -> bool:
+    """Sweep until the ask's answer was handed to the feed (a lease is a TTL: nothing to await)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        await store.sweep()
+        if "handed_to_feed" in [e.kind for e in await store.history(ask_id)]:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_a_taken_answer_whose_waiter_died_reaches_the_feed(make_store: StoreFactory) -> None:
+    waiting = await make_store(lease_ttl=0.3)
+    rec = new_record()
+    await waiting.create(rec)
+    await waiting.submit(rec.id, ALICE, YES)
+    taken = await waiting.wait(rec.id, 5)  # handed over ... and the process dies unconfirmed
+    assert taken is not None and taken.answers == YES and not taken.deferred
+    await asyncio.sleep(0.5)  # longer than the lease: the waiting process keeps it alive
+    sweeper = await make_store(lease_ttl=0.3)
+    await sweeper.sweep()
+    assert "handed_to_feed" not in [e.kind for e in await sweeper.history(rec.id)]
+    await waiting.aclose()  # died: nobody refreshes the lease any more
+    assert await _sweep_until_fed(sweeper, rec.id)
+    delivery = await next_delivery(sweeper)
+    assert delivery.record.id == rec.id and delivery.record.answers == YES
+    assert delivery.record.deferred
+
+
+async def test_a_confirmed_answer_never_reaches_the_feed(make_store: StoreFactory) -> None:
+    waiting = await make_store(lease_ttl=0.2)
+    rec = new_record()
+    await waiting.create(rec)
+    await waiting.submit(rec.id, ALICE, YES)
+    assert (await waiting.wait(rec.id, 5)) is not None
+    await waiting.confirm(rec.id)
+    await waiting.confirm(rec.id)  # a retry changes nothing
+    await waiting.aclose()
+    sweeper = await make_store(lease_ttl=0.2)
+    assert not await _sweep_until_fed(sweeper, rec.id, within=1.0)
+    await sweeper.release(rec.id)  # ... unless the call was cancelled after all: then it is fed
+    assert (await next_delivery(sweeper)).record.id == rec.id
+
+
+async def test_noise_never_pushes_the_lifecycle_out_of_the_trail(make_store: StoreFactory) -> None:
+    store = await make_store(noise_cap=50)
+    rec = new_record(answerers=("U_ALICE",))
+    await store.create(rec)
+    await store.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+    for _ in range(300):
+        await store.submit(rec.id, BOB, YES)  # refused
+    await store.submit(rec.id, ALICE, YES)
+    for _ in range(300):
+        await store.submit(rec.id, BOB, NO)  # refused, after the answer
+    events = await store.history(rec.id)
+    kinds = [e.kind for e in events]
+    assert kinds[:2] == ["created", "posted"] and kinds.count("answered") == 1
+    assert kinds.count("refused") == 50 and kinds[-1] == "refused"
+    assert kinds.index("answered") < kinds.index("noise_dropped")  # time order kept
+    (dropped,) = [e for e in events if e.kind == "noise_dropped"]
+    assert dropped.detail == {"dropped": 550}
+
+
+async def test_claim_render_once_per_interval(make_store: StoreFactory) -> None:
+    a, b = await make_store(render_interval=10), await make_store(render_interval=10)
+    rec = new_record()
+    await a.create(rec)
+    ref = MessageRef(platform="memory", channel="C1", message_id="1")
+    await a.set_message(rec.id, ref)
+    assert await a.claim_render(rec.id) is None  # still pending: nothing final to show
+    await a.submit(rec.id, ALICE, YES)
+    now = time.time()
+    claims = await asyncio.gather(*(s.claim_render(rec.id, now=now) for s in (a, b, a, b)))
+    (won,) = [c for c in claims if c is not None]
+    assert won.status is AskStatus.ANSWERED and won.message == ref
+    assert await b.claim_render(rec.id, now=now + 5) is None
+    assert await b.claim_render(rec.id, now=now + 11) is not None
+    assert await a.claim_render("no-such-ask") is None
+    unposted = new_record()
+    await a.create(unposted)
+    await a.close(unposted.id, AskStatus.CANCELLED)
+    assert await a.claim_render(unposted.id) is None  # no message to show it on
+    shown = await a.claim_render(unposted.id, message=ref)  # ... unless the claimant knows it
+    assert shown is not None and shown.message == ref
+    assert "posted" in [e.kind for e in await a.history(unposted.id)]
+
+
+async def test_a_final_state_never_shown_is_swept_until_marked(make_store: StoreFactory) -> None:
+    a, b = await make_store(render_interval=10), await make_store(render_interval=10)
+    rec = new_record(deferred=True)
+    await a.create(rec)
+    await a.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+    await a.submit(rec.id, ALICE, YES)  # ... and the replica died before showing it
+    assert await a.sweep() == []  # it ended just now: its renderer gets the interval first
+    later = time.time() + 60
+    got = await asyncio.gather(a.sweep(later), b.sweep(later))
+    assert {r.id for swept in got for r in swept} == {rec.id}
+    assert await a.claim_render(rec.id, now=later) is not None  # claimed by a renderer ...
+    assert await a.sweep(later + 5) == []  # ... it gets the interval to finish
+    assert [r.id for r in await b.sweep(later + 120)] == [rec.id]  # it did not: again
+    await a.mark_rendered(rec.id)
+    await a.mark_rendered(rec.id)
+    assert await b.sweep(later + 3600) == []
+    assert [e.kind for e in await a.history(rec.id)].count("rendered") == 1

@@ -1,5 +1,6 @@
 """The sweeper over every store backend: expiry is decided by the ``now`` it is given, each ask is
-expired by exactly one of several overlapping sweepers, and re-rendered once -- no sleeping."""
+expired by exactly one of several overlapping sweepers, and re-rendered once -- no sleeping. And
+the one step that shows a final state (:mod:`bridge.rendering`), from sweeps and from clicks."""
 
 from __future__ import annotations
 
@@ -8,9 +9,16 @@ import time
 
 from engine_fixtures import StoreFactory, new_record
 
-from bridge.ask import AskStatus, MessageRef
+from bridge.answering import Answering, Caller, Outcome
+from bridge.ask import AskStatus, MessageRef, Responder
 from bridge.memory_poster import MemoryPoster
+from bridge.models import Answer
+from bridge.replies import Replies
+from bridge.store.base import SubmitOutcome
 from bridge.sweeper import Sweeper
+
+ALICE = Responder(user_id="U_ALICE", name="Alice")
+YES = (Answer(question="Question number 0?", selected=("Yes",)),)
 
 
 async def test_sweep_once_at_a_given_time_expires_and_rerenders_once(
@@ -31,3 +39,45 @@ async def test_sweep_once_at_a_given_time_expires_and_rerenders_once(
     assert update.status is AskStatus.EXPIRED and update.closed_at == at
     assert poster.updated(later.id) == []
     assert [r.id for r in await second.list_pending()] == [later.id]
+
+
+async def test_an_answer_stored_but_never_shown_is_rendered_by_one_sweep(
+    make_store: StoreFactory,
+) -> None:
+    """The replica that stored the answer was killed before it re-rendered the message: a later
+    sweep shows the final state, once, however many sweepers run."""
+    poster = MemoryPoster()
+    first, second = await make_store(), await make_store()
+    rec = new_record(deferred=True)
+    await first.create(rec)
+    await first.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+    assert (await first.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+    sweepers = [Sweeper(first, {"memory": poster}), Sweeper(second, {"memory": poster})]
+    at = time.time() + 60
+    swept = await asyncio.gather(*(s.sweep_once(now=at) for s in sweepers))
+    assert sorted(len(s) for s in swept) == [0, 1]
+    (update,) = poster.updated(rec.id)
+    assert update.status is AskStatus.ANSWERED and update.answers == YES
+    later = await asyncio.gather(*(s.sweep_once(now=at + 3600) for s in sweepers))
+    assert later == [[], []] and len(poster.updated(rec.id)) == 1  # shown: done with it
+
+
+async def test_late_clicks_cost_one_update_per_interval(make_store: StoreFactory) -> None:
+    poster = MemoryPoster()
+    replicas = [await make_store(), await make_store()]
+    answering = [Answering(s, poster, Replies(mention=lambda who: who)) for s in replicas]
+    rec = new_record()
+    await replicas[0].create(rec)
+    ref = await poster.post(rec)
+    await replicas[0].set_message(rec.id, ref)
+    first = await answering[0].pick(rec.id, 0, 0, Caller("U_ALICE"))
+    assert first.outcome is Outcome.ACCEPTED
+    answering[0].settle(first)
+    for i in range(50):
+        verdict = await answering[i % 2].pick(rec.id, 0, 1, Caller(f"U_LATE{i}"))
+        assert verdict.outcome is Outcome.ALREADY_ANSWERED and verdict.rerender
+        answering[i % 2].settle(verdict)
+    for a in answering:
+        await a.drain()
+    (update,) = poster.updated(rec.id)
+    assert update.status is AskStatus.ANSWERED

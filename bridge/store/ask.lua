@@ -1,28 +1,44 @@
 -- Every state change of one ask, atomically. Key scheme and record fields: bridge/store/keys.py.
 --
--- KEYS: 1 rec (hash), 2 log (list), 3 lease (string) -- one hash slot.
+-- KEYS: 1 rec (hash), 2 log (list), 3 lease (string), 4 noise (list) -- one hash slot.
 -- ARGV: 1 op, 2 now (seconds, JSON number text), 3 events channel, 4 ask id,
---       5 retention (ms), 6 log cap; then the op's own arguments from ARGV[7].
+--       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
 -- Replies: {verdict, HGETALL of the record} (the record part is absent where noted).
 -- Events are JSON built here from pre-encoded pieces, so no JSON is ever re-encoded by cjson.
+-- Every op is safe to run twice with the same arguments (redis-py re-sends a command whose reply
+-- was lost): the second run changes nothing and answers as the first did, or as a later caller
+-- needs (see each op).
 
-local rec, log, lease = KEYS[1], KEYS[2], KEYS[3]
+local rec, log, lease, noise = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, now, channel, ask_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local retention_ms, log_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
+local retention_ms, noise_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
+local RENDER_TRIES = 5 -- bridge.store.base.RENDER_TRIES
+local NOISE = {refused = true, late = true, opened = true} -- bridge.store.base.NOISE_KINDS
 
 local function record()
   return redis.call('HGETALL', rec)
 end
 
--- Append to the audit trail. user_json is a JSON string or "null"; detail_json a JSON object.
+-- Append to the audit trail: lifecycle events to log (never trimmed), noise to its capped list.
+-- user_json is a JSON string or "null"; detail_json a JSON object.
 local function event(kind, user_json, detail_json)
-  local line = '{"at":' .. now .. ',"kind":"' .. kind .. '","user_id":' .. user_json
-    .. ',"detail":' .. detail_json .. '}'
-  redis.call('RPUSH', log, line)
-  redis.call('LTRIM', log, -log_cap, -1)
+  local seq = redis.call('HINCRBY', rec, 'seq', 1)
+  local line = '{"at":' .. now .. ',"seq":' .. seq .. ',"kind":"' .. kind .. '","user_id":'
+    .. user_json .. ',"detail":' .. detail_json .. '}'
+  local key = log
+  if NOISE[kind] then
+    key = noise
+    local n = redis.call('RPUSH', noise, line)
+    if n > noise_cap then
+      redis.call('LTRIM', noise, -noise_cap, -1)
+      redis.call('HINCRBY', rec, 'noise_dropped', n - noise_cap)
+    end
+  else
+    redis.call('RPUSH', log, line)
+  end
   local ttl = redis.call('PTTL', rec)
   if ttl > 0 then
-    redis.call('PEXPIRE', log, ttl)
+    redis.call('PEXPIRE', key, ttl)
   end
 end
 
@@ -45,6 +61,7 @@ local function finish(status)
   redis.call('HSET', rec, 'handoff', handoff)
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
+  redis.call('PEXPIRE', noise, retention_ms)
   redis.call('PUBLISH', channel, ask_id)
   return handoff
 end
@@ -80,14 +97,32 @@ local function allowed(user_id, groups_json)
   return false
 end
 
--- The waiting call claims the outcome; only a 'waiter' hand-off can be taken.
-local function take()
-  if redis.call('HGET', rec, 'handoff') == 'waiter' then
+-- The waiting call claims the outcome: a 'waiter' hand-off (or one it took already: a retry)
+-- becomes 'taken', and the lease lives on until the call confirms (or its process dies).
+local function take(lease_ms)
+  local handoff = redis.call('HGET', rec, 'handoff')
+  if handoff == 'waiter' or handoff == 'taken' then
     redis.call('HSET', rec, 'handoff', 'taken')
-    redis.call('DEL', lease)
+    redis.call('SET', lease, '1', 'PX', lease_ms)
     return {'taken', record()}
   end
   return {'other', record()}
+end
+
+-- Seconds until the sweeper should show the ended ask's final state (<= 0: now), or nil when
+-- there is nothing to show: no message, already shown, or RENDER_TRIES claims spent.
+local function show_in(interval)
+  if not redis.call('HGET', rec, 'message') or redis.call('HGET', rec, 'rendered') == '1'
+      or tonumber(redis.call('HGET', rec, 'render_tries') or '0') >= RENDER_TRIES then
+    return nil
+  end
+  local since = tonumber(redis.call('HGET', rec, 'at') or redis.call('HGET', rec, 'closed_at')
+    or now)
+  local claimed = tonumber(redis.call('HGET', rec, 'render_at') or '0')
+  if claimed > since then
+    since = claimed
+  end
+  return since + interval - tonumber(now)
 end
 
 local exists = redis.call('EXISTS', rec) == 1
@@ -95,7 +130,8 @@ local exists = redis.call('EXISTS', rec) == 1
 if op == 'create' then
   -- 7 body, 8 expires_at, 9 answerers, 10 deferred, 11 ttl ms, 12 lease ms, 13 event detail
   if exists then
-    return {'exists'}
+    -- the same ask again is a retry of this create; another one under that id is a duplicate
+    return {redis.call('HGET', rec, 'body') == ARGV[7] and 'ok' or 'exists'}
   end
   redis.call('HSET', rec, 'body', ARGV[7], 'status', 'pending', 'exp', ARGV[8],
     'answerers', ARGV[9], 'deferred', ARGV[10], 'handoff', '')
@@ -114,15 +150,18 @@ local status = redis.call('HGET', rec, 'status')
 
 if op == 'message' then
   -- 7 message JSON, 8 event detail
-  redis.call('HSET', rec, 'message', ARGV[7])
-  event('posted', 'null', ARGV[8])
+  if redis.call('HGET', rec, 'message') ~= ARGV[7] then
+    redis.call('HSET', rec, 'message', ARGV[7])
+    event('posted', 'null', ARGV[8])
+  end
   return {'ok', record()}
 elseif op == 'event' then
   -- 7 kind, 8 user JSON, 9 detail
   event(ARGV[7], ARGV[8], ARGV[9])
   return {'ok'}
 elseif op == 'submit' then
-  -- 7 user id, 8 groups JSON, 9 responder JSON, 10 answers JSON, 11 user JSON, 12 detail
+  -- 7 user id, 8 groups JSON, 9 responder JSON, 10 answers JSON, 11 user JSON, 12 detail,
+  -- 13 attempt token
   local user_id, user_json, detail = ARGV[7], ARGV[11], ARGV[12]
   local may = allowed(user_id, ARGV[8])
   if status == 'pending' and expire_if_due() then
@@ -137,6 +176,10 @@ elseif op == 'submit' then
   if status == 'answered' then
     if redis.call('HGET', rec, 'by_user') == user_id
         and redis.call('HGET', rec, 'answers') == ARGV[10] then
+      -- the accepting attempt re-sent (its reply was lost) is still that attempt
+      if redis.call('HGET', rec, 'attempt') == ARGV[13] then
+        return {'accepted', record()}
+      end
       return {'repeated', record()}
     end
     event('late', user_json, detail)
@@ -145,13 +188,16 @@ elseif op == 'submit' then
     event('late', user_json, detail)
     return {'closed', record()}
   end
-  redis.call('HSET', rec, 'answers', ARGV[10], 'by', ARGV[9], 'by_user', user_id, 'at', now)
+  redis.call('HSET', rec, 'answers', ARGV[10], 'by', ARGV[9], 'by_user', user_id, 'at', now,
+    'attempt', ARGV[13])
   event('answered', user_json, detail)
   finish('answered')
   return {'accepted', record()}
 elseif op == 'close' then
   -- 7 status (expired|cancelled), 8 user JSON (who closed it, or null)
-  if status ~= 'pending' then
+  if status == ARGV[7] then
+    return {'closed', record()} -- a retry, or ended so already: the caller shows it all the same
+  elseif status ~= 'pending' then
     return {'not_pending', record()}
   end
   redis.call('HSET', rec, 'closed_at', now)
@@ -159,28 +205,39 @@ elseif op == 'close' then
   finish(ARGV[7])
   return {'closed', record()}
 elseif op == 'defer' then
+  -- 7 lease ms (for a take)
   if status == 'pending' then
-    redis.call('HSET', rec, 'deferred', '1')
-    redis.call('DEL', lease)
-    event('deferred', 'null', '{}')
+    if redis.call('HGET', rec, 'deferred') ~= '1' then
+      redis.call('HSET', rec, 'deferred', '1')
+      redis.call('DEL', lease)
+      event('deferred', 'null', '{}')
+    end
     return {'deferred', record()}
   end
-  return take()
+  return take(ARGV[7])
 elseif op == 'take' then
-  return take()
+  -- 7 lease ms
+  return take(ARGV[7])
+elseif op == 'confirm' then
+  -- the waiting call returned the answer it took: nothing more to hand off
+  if redis.call('HGET', rec, 'handoff') == 'taken' then
+    redis.call('HSET', rec, 'handoff', 'confirmed')
+    redis.call('DEL', lease)
+  end
+  return {'ok', record()}
 elseif op == 'release' then
   -- the waiting call is gone (cancelled) without returning anything: an answer handed to it
-  -- ('waiter') or taken by it whose reply it never read ('taken') goes to the feed
+  -- ('waiter') or taken by it -- even confirmed -- whose reply it never read goes to the feed
   redis.call('DEL', lease)
   local handoff = redis.call('HGET', rec, 'handoff')
-  if handoff == 'waiter' or handoff == 'taken' then
+  if handoff == 'waiter' or handoff == 'taken' or handoff == 'confirmed' then
     redis.call('HSET', rec, 'handoff', 'feed', 'deferred', '1')
     event('handed_to_feed', 'null', '{}')
     return {'feed', record()}
   end
   return {'other'}
 elseif op == 'settle' then
-  -- a sweeper's visit; 7 seconds until an unclaimed 'waiter' hand-off is checked again
+  -- a sweeper's visit; 7 seconds until a held hand-off is checked again, 8 render interval (s)
   if status == 'pending' then
     if expire_if_due() then
       return {'expired', record()}
@@ -188,22 +245,29 @@ elseif op == 'settle' then
     return {'later', redis.call('HGET', rec, 'exp')}
   end
   local handoff = redis.call('HGET', rec, 'handoff')
-  if handoff == 'waiter' then
+  if handoff == 'waiter' or handoff == 'taken' then
     if redis.call('EXISTS', lease) == 1 then
       return {'later', tostring(tonumber(now) + tonumber(ARGV[7]))}
     end
+    -- nobody took it, or the taker died before confirming: the feed delivers it
     redis.call('HSET', rec, 'handoff', 'feed', 'deferred', '1')
     event('handed_to_feed', 'null', '{}')
     return {'feed', record()}
   elseif handoff == 'feed' then
     return {'feed', record()}
   end
-  return {'done'}
+  local wait = show_in(tonumber(ARGV[8]))
+  if wait == nil then
+    return {'done'}
+  elseif wait > 0 then
+    return {'later', tostring(tonumber(now) + wait)}
+  end
+  return {'show', record()}
 elseif op == 'sent' then
   if redis.call('HGET', rec, 'handoff') == 'feed' then
     redis.call('HSET', rec, 'handoff', 'sent')
   end
-  return {'ok'}
+  return {'ok', record()}
 elseif op == 'deliver' then
   -- 7 feed entry id: the first entry for an ask delivers it; a duplicate entry never does
   local fed = redis.call('HGET', rec, 'fed')
@@ -214,5 +278,35 @@ elseif op == 'deliver' then
     return {'deliver', record()}
   end
   return {'dup'}
+elseif op == 'claim' then
+  -- 7 render interval (s), 8 claim token, 9 message JSON ('' if none), 10 its event detail:
+  -- the right to show the final state, once per interval
+  if status == 'pending' then
+    return {'no'}
+  end
+  if not redis.call('HGET', rec, 'message') and ARGV[9] ~= '' then
+    -- ended before set_message recorded where it was posted: the claimant knows
+    redis.call('HSET', rec, 'message', ARGV[9])
+    event('posted', 'null', ARGV[10])
+  end
+  if not redis.call('HGET', rec, 'message') then
+    return {'no'}
+  end
+  if redis.call('HGET', rec, 'render_by') == ARGV[8] then
+    return {'claimed', record()} -- this claim re-sent
+  end
+  local last = redis.call('HGET', rec, 'render_at')
+  if last and tonumber(now) - tonumber(last) < tonumber(ARGV[7]) then
+    return {'no'}
+  end
+  redis.call('HSET', rec, 'render_at', now, 'render_by', ARGV[8])
+  redis.call('HINCRBY', rec, 'render_tries', 1)
+  return {'claimed', record()}
+elseif op == 'rendered' then
+  if status ~= 'pending' and redis.call('HGET', rec, 'rendered') ~= '1' then
+    redis.call('HSET', rec, 'rendered', '1')
+    event('rendered', 'null', '{}')
+  end
+  return {'ok', record()}
 end
 return redis.error_reply('ask.lua: unknown op ' .. tostring(op))

@@ -25,6 +25,30 @@ DEFAULT_RETENTION = 30 * 86400.0
 """Seconds a finished ask (record, audit trail, feed entry) is kept."""
 DEFAULT_LEASE_TTL = 30.0
 """Seconds a waiting call's lease outlives its last sign of life."""
+DEFAULT_RENDER_INTERVAL = 10.0
+"""Seconds between two claims to show an ended ask's final state (:meth:`Store.claim_render`):
+late clicks on an answered ask cost at most one message update per interval across replicas, and
+the sweeper re-renders a final state nobody showed no sooner than this after the ask ended."""
+RENDER_TRIES = 5
+"""Claims to show a final state after which the sweeper gives up on a message that cannot be
+updated (deleted, channel archived): it would otherwise retry it every interval until retention."""
+DEFAULT_NOISE_CAP = 500
+"""Noise events (:data:`NOISE_KINDS`) an ask's audit trail keeps; older ones are counted only."""
+NOISE_KINDS = frozenset({"refused", "late", "opened"})
+"""Events anyone who sees the message can cause at will. They are kept apart from the lifecycle
+events and capped, so a flood of clicks never pushes ``created`` or ``answered`` out of the trail.
+(``ask.lua`` spells the same set.)"""
+NOISE_DROPPED = "noise_dropped"
+"""Kind of the one event :meth:`Store.history` adds where older noise events were dropped; its
+``detail`` is ``{"dropped": <how many>}``."""
+CREATION_FIELDS = frozenset(
+    {
+        *("id", "questions", "destination", "context", "answerers"),
+        *("created_at", "expires_at", "deferred"),
+    }
+)
+"""The fields of a record fixed by :meth:`Store.create` (``deferred`` as created): a repeated
+create with equal values is the same ask, one with other values a :class:`DuplicateAsk`."""
 
 _KIND = re.compile(r"^[a-z][a-z_]{0,31}$")
 
@@ -39,6 +63,32 @@ def check_close_status(status: AskStatus) -> None:
     """Refuse a :meth:`Store.close` to anything but expired or cancelled."""
     if status not in (AskStatus.EXPIRED, AskStatus.CANCELLED):
         raise ValueError(f"close() ends an ask as expired or cancelled, not {status}")
+
+
+def creation_text(record: AskRecord) -> str:
+    """Canonical JSON of the :data:`CREATION_FIELDS` of ``record``: equal records, equal text."""
+    return record.model_dump_json(include=set(CREATION_FIELDS))
+
+
+def merge_history(
+    lifecycle: Sequence[tuple[int, HistoryEvent]],
+    noise: Sequence[tuple[int, HistoryEvent]],
+    dropped: int,
+) -> list[HistoryEvent]:
+    """The audit trail in the order things happened, from its two parts (events numbered in one
+    sequence per ask), with one :data:`NOISE_DROPPED` event where dropped noise would have been."""
+    if dropped and noise:
+        first_seq, first = noise[0]
+        summary = HistoryEvent(at=first.at, kind=NOISE_DROPPED, detail={"dropped": dropped})
+        noise = [(first_seq, summary), *noise]
+    elif dropped:
+        summary = HistoryEvent(at=0.0, kind=NOISE_DROPPED, detail={"dropped": dropped})
+        noise = [(0, summary)]
+    merged = sorted(
+        [(seq, 0, e) for seq, e in lifecycle] + [(seq, 1, e) for seq, e in noise],
+        key=lambda item: (item[0], item[1]),
+    )
+    return [e for _, _, e in merged]
 
 
 def dump_answers(answers: Sequence[Answer]) -> tuple[list[dict[str, Any]], str]:
@@ -76,8 +126,9 @@ class HistoryEvent(BaseModel):
     at: float
     kind: str
     """What happened. The stores record created, posted, deferred, refused, late, answered,
-    expired, cancelled and handed_to_feed; callers add their own through
-    :meth:`Store.record_event` (the chat handler post_failed, the Slack app opened)."""
+    expired, cancelled, handed_to_feed and rendered (and :data:`NOISE_DROPPED` in
+    :meth:`Store.history`); callers add their own through :meth:`Store.record_event` (the chat
+    handler post_failed, the Slack app opened)."""
     user_id: str | None = None
     detail: dict[str, Any] = Field(default_factory=dict)
 
@@ -115,7 +166,9 @@ class Store(ABC):
     async def create(self, record: AskRecord) -> None:
         """Persist a new pending ask (and its ``created`` event), indexed for the sweeper.
 
-        Raises :class:`DuplicateAsk` if an ask with that id exists (within its retention).
+        Safe to retry: a repeated create of the same record (equal :data:`CREATION_FIELDS`: the
+        first attempt ran but its reply was lost) succeeds and changes nothing. Raises
+        :class:`DuplicateAsk` only if the ask stored under that id differs (within its retention).
         """
 
     @abstractmethod
@@ -124,7 +177,10 @@ class Store(ABC):
 
     @abstractmethod
     async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
-        """Remember where the question set was posted (and log ``posted``)."""
+        """Remember where the question set was posted (and log ``posted``, once per message).
+
+        Also for an ask that already ended (a click beat this call): then its final state is due
+        to be shown, and the sweeper shows it if the caller does not (see :meth:`sweep`)."""
 
     @abstractmethod
     async def defer(self, ask_id: str) -> AskRecord | None:
@@ -142,8 +198,14 @@ class Store(ABC):
         answers: Sequence[Answer],
         *,
         now: float | None = None,
+        attempt: str | None = None,
     ) -> SubmitResult:
         """Record a complete answer exactly once; see :class:`SubmitOutcome` for the verdicts.
+
+        ``attempt`` names this submission (default: a fresh random token per call). A retry of
+        the very same attempt -- a networked store re-sends it when the reply was lost -- gets
+        the verdict the attempt got, ``ACCEPTED``, not ``REPEATED``; a separate submission of the
+        same answer by the same person (another attempt) stays ``REPEATED``.
 
         Expiry is enforced here too, not only by a sweep: an ask still ``pending`` past its
         ``expires_at`` is expired by this very step, exactly as :meth:`sweep` would (status,
@@ -156,23 +218,39 @@ class Store(ABC):
     async def close(
         self, ask_id: str, status: AskStatus, *, by: str | None = None
     ) -> AskRecord | None:
-        """Move a *pending* ask to ``expired`` or ``cancelled``; ``None`` if it was not pending."""
+        """Move a *pending* ask to ``expired`` or ``cancelled``.
+
+        Returns the record when the ask is (now) in ``status`` -- closed by this call, or already
+        in that status (a retry whose first reply was lost, or a sweep that expired it first) --
+        so the caller can show that final state; ``None`` when it ended otherwise (answered, or
+        the other status) or is unknown.
+        """
 
     @abstractmethod
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
         """Block until the ask is no longer pending (pushed, not polled); ``None`` on timeout.
 
-        The waiting call takes the answer: it will not also go to the feed. If the answer went to
-        the feed instead (nobody held the ask's lease when it arrived), the record comes back with
-        ``deferred=True``. Also ``None`` for an unknown ask.
+        The waiting call takes the answer (hand-off ``taken``) and must :meth:`confirm` once it
+        has returned it; until then this process keeps the ask's lease alive, and should it die
+        first, the sweeper moves the answer to the feed when the lease lapses. If the answer went
+        to the feed instead (nobody held the ask's lease when it arrived), the record comes back
+        with ``deferred=True``. Also ``None`` for an unknown ask.
         """
+
+    @abstractmethod
+    async def confirm(self, ask_id: str) -> None:
+        """The waiting call returned the answer it took (:meth:`wait` or :meth:`defer`): the
+        hand-off is done (``taken`` -> ``confirmed``), the lease dropped, nothing goes to the
+        feed. Safe to retry; a no-op for an answer that is not ``taken``. Should this fail, the
+        lease is no longer kept alive, so the answer reaches the feed (at least once)."""
 
     @abstractmethod
     async def release(self, ask_id: str) -> None:
         """The waiting call is gone (cancelled) without returning an answer: it goes to the feed.
 
         That covers an answer the call was due to take and one it already took (the store's
-        take ran) but never returned, because the cancellation landed before the reply was read.
+        take ran, even its confirm) but never returned, because the cancellation landed before
+        the reply was read.
         Only the cancelled call's own cleanup may call this: a call that returned the answers
         must not, or the answer would also reach the feed.
         """
@@ -181,11 +259,13 @@ class Store(ABC):
     async def record_event(
         self, ask_id: str, kind: str, *, user_id: str | None = None, **detail: Any
     ) -> None:
-        """Append to the audit trail."""
+        """Append to the audit trail. Noise (:data:`NOISE_KINDS`) is capped apart from the
+        lifecycle events, which are never dropped."""
 
     @abstractmethod
     async def history(self, ask_id: str) -> list[HistoryEvent]:
-        """The audit trail, oldest first."""
+        """The audit trail, in the order things happened: every lifecycle event, the newest
+        noise events, and one :data:`NOISE_DROPPED` event where older noise was dropped."""
 
     @abstractmethod
     async def list_pending(self) -> list[AskRecord]:
@@ -193,7 +273,43 @@ class Store(ABC):
 
     @abstractmethod
     async def sweep(self, now: float | None = None) -> list[AskRecord]:
-        """Expire every pending ask past ``expires_at``; each is returned by exactly one sweeper."""
+        """Expire every pending ask past ``expires_at``, finish hand-offs a dead process left,
+        and return the asks whose final state should be shown now:
+
+        * each ask this sweep expired (exactly one sweeper expires it);
+        * each ended ask with a message whose final state was never shown (:meth:`mark_rendered`)
+          though it ended, and any claim to show it was made, at least the render interval before
+          ``now`` -- its renderer died. Overlapping sweepers may both return it: show it through
+          :meth:`claim_render` (``bridge.rendering.show_final``), so exactly one does.
+
+        ``now`` (default: the clock) decides expiry and those intervals.
+        """
+
+    @abstractmethod
+    async def claim_render(
+        self, ask_id: str, *, now: float | None = None, message: MessageRef | None = None
+    ) -> AskRecord | None:
+        """Claim the right to show the ask's final state on its message, atomically across
+        replicas: the ask has ended, has a message, and nobody claimed it within the render
+        interval -> the claim is recorded and the current record returned; else ``None``.
+        ``now`` defaults to the clock. ``message``: where the ask was posted, recorded (and
+        logged ``posted``) if the store does not know yet -- it ended before :meth:`set_message`,
+        and only the caller knows.
+
+        Throttles re-renders (late clicks on an answered ask cost at most one update per interval)
+        and keeps two replicas from rendering the same ending at once."""
+
+    @abstractmethod
+    async def mark_rendered(self, ask_id: str) -> None:
+        """The final state is shown on the message (logs ``rendered`` the first time): the
+        sweeper stops trying to show it. Safe to retry."""
+
+    @property
+    def lost_data(self) -> bool:
+        """Whether this store noticed that its backend lost its data (a networked store restarted
+        without persistence) since this process began using it; it also logged one error line
+        then. Always ``False`` for a store that lives in this process."""
+        return False
 
     @abstractmethod
     def feed(self, consumer: str) -> AsyncIterator[Delivery]:
@@ -204,4 +320,5 @@ class Store(ABC):
         """Acknowledge a delivery so it is not handed out again."""
 
     async def aclose(self) -> None:  # noqa: B027 (optional hook: most stores hold nothing)
-        """Release connections."""
+        """Release connections. Leases this process kept alive (waits, taken answers not yet
+        confirmed) are no longer refreshed: they lapse as if the process had died."""

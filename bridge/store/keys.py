@@ -5,30 +5,46 @@ slot and one Lua script can change all of it atomically):
 
 ``<prefix>:{<id>}:rec``     hash: the record, fields in :class:`Fields`. TTL: until ``expires_at``
                             + retention while pending, then retention.
-``<prefix>:{<id>}:log``     list: the audit trail, JSON events oldest first, capped. Same TTL.
+``<prefix>:{<id>}:log``     list: the lifecycle part of the audit trail (everything but noise),
+                            JSON events oldest first, never trimmed. Same TTL.
+``<prefix>:{<id>}:noise``   list: the noise part (refused, late, opened: ``NOISE_KINDS`` in
+                            ``base.py``), the newest ``noise_cap`` only; the record's
+                            ``noise_dropped`` counts the rest. Same TTL. Each event carries a
+                            ``seq`` (the record's ``seq`` counter) so ``history`` merges the two.
 ``<prefix>:{<id>}:lease``   string with a short TTL: "a live process will take this answer". Set
                             when the ask is created (unless deferred) and refreshed while a call
-                            waits on it.
+                            waits on it, and after it took the answer until it confirms.
 
 Global keys (each one key, so each in one slot; never touched by a script together with an ask's
 keys):
 
 ``<prefix>:due``     sorted set: every ask that still needs a sweeper's attention, scored by when.
-                     Pending asks are scored by ``expires_at``; an answer whose hand-off is not
-                     settled is scored by when to check it. TTL refreshed on every write.
+                     Pending asks are scored by ``expires_at``; an ended ask stays until its
+                     hand-off is settled (``none``, ``sent``, ``confirmed``) AND its final state
+                     is shown (``rendered``, or no message, or ``RENDER_TRIES`` claims spent),
+                     scored by when to check it again. TTL refreshed on every write.
 ``<prefix>:feed``    stream: answers (and ends) of deferred asks, one entry ``{"ask": <id>}`` each,
                      read through a consumer group; trimmed by age (retention). TTL refreshed.
+``<prefix>:epoch``   string: a random value set once (SET NX) by the first process to use the
+                     deployment. Each process remembers it and compares on every sweep (and when
+                     a wait finds its ask missing): gone or changed means Redis lost its data
+                     (restarted without persistence). TTL refreshed by every sweep.
 ``<prefix>:events``  pub/sub channel (plain PUBLISH, which Cluster broadcasts to every node): the
                      id of each ask that left ``pending``. Waiters subscribe once per process.
 
 Hand-off of a finished ask (``handoff`` field), decided atomically when it leaves ``pending``:
-``waiter`` (answered while a lease was live: the waiting call takes it -> ``taken``), ``feed``
+``waiter`` (answered while a lease was live: the waiting call takes it -> ``taken``, keeping the
+lease alive, and once it returned the answer confirms it -> ``confirmed``), ``feed``
 (deferred, or nobody holds a lease: it must be put on the feed -> ``sent`` once XADDed), ``none``
 (closed, never deferred: nobody to tell). A ``waiter`` hand-off whose lease lapses without being
-taken is moved to ``feed`` by the sweeper, so an answer is never lost when the waiting process dies.
-A cancelled waiting call releases its ask: ``waiter`` or ``taken`` (its take ran but the call was
-cancelled before reading the reply, so it returned nothing) -> ``feed``. Only that call releases, so
-an answer a call returned is never also fed.
+taken, and a ``taken`` one whose lease lapses without a confirm (the process died holding it), is
+moved to ``feed`` by the sweeper, so an answer is never lost when the waiting process dies.
+A cancelled waiting call releases its ask: ``waiter``, ``taken`` or ``confirmed`` (its take ran but
+the call was cancelled before it returned, so it returned nothing) -> ``feed``. Only that call
+releases, so an answer a call returned is never also fed.
+
+Showing the final state: ``claim_render`` records ``render_at`` (and counts ``render_tries``) when
+nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
 
 ``ask.lua`` spells the key order and field names literally (Lua cannot import them); a change here
 is a change there.
@@ -45,8 +61,8 @@ class Fields:
     """Field names of the record hash (``<prefix>:{<id>}:rec``)."""
 
     BODY = "body"
-    """JSON of the fields fixed at creation (id, questions, destination, context, answerers,
-    created_at, expires_at); see :func:`bridge.store.redis_codec.body`."""
+    """JSON of the fields fixed at creation (``CREATION_FIELDS`` in ``base.py``); a repeated
+    create compares it; see :func:`bridge.store.redis_codec.body`."""
     STATUS = "status"
     """``pending``, ``answered``, ``expired`` or ``cancelled``."""
     EXPIRES = "exp"
@@ -68,10 +84,24 @@ class Fields:
     CLOSED_AT = "closed_at"
     """When the ask expired or was cancelled."""
     HANDOFF = "handoff"
-    """Who gets the outcome: empty while pending, then ``waiter``/``taken``/``feed``/``sent``/
-    ``none`` (see the module docstring)."""
+    """Who gets the outcome: empty while pending, then ``waiter``/``taken``/``confirmed``/
+    ``feed``/``sent``/``none`` (see the module docstring)."""
     FED = "fed"
     """Id of the feed entry that delivers this ask; later duplicate entries are dropped."""
+    ATTEMPT = "attempt"
+    """Token of the submission that was accepted: its retry is recognised as the same attempt."""
+    SEQ = "seq"
+    """Counter numbering the audit-trail events of both lists, for merging them in order."""
+    NOISE_DROPPED = "noise_dropped"
+    """How many noise events were trimmed from the ``noise`` list."""
+    RENDER_AT = "render_at"
+    """When the last claim to show the final state was made (absent: never)."""
+    RENDER_BY = "render_by"
+    """Token of that claim, so a retried claim is recognised as the same."""
+    RENDER_TRIES = "render_tries"
+    """How many claims to show the final state were made."""
+    RENDERED = "rendered"
+    """``"1"`` once the final state was shown on the message."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +119,12 @@ class Keys:
     def lease(self, ask_id: str) -> str:
         return f"{self.prefix}:{{{ask_id}}}:lease"
 
+    def noise(self, ask_id: str) -> str:
+        return f"{self.prefix}:{{{ask_id}}}:noise"
+
     def ask_keys(self, ask_id: str) -> list[str]:
         """The KEYS of every per-ask script call, in the order ``ask.lua`` expects."""
-        return [self.rec(ask_id), self.log(ask_id), self.lease(ask_id)]
+        return [self.rec(ask_id), self.log(ask_id), self.lease(ask_id), self.noise(ask_id)]
 
     @property
     def due(self) -> str:
@@ -100,6 +133,10 @@ class Keys:
     @property
     def feed(self) -> str:
         return f"{self.prefix}:feed"
+
+    @property
+    def epoch(self) -> str:
+        return f"{self.prefix}:epoch"
 
     @property
     def events(self) -> str:

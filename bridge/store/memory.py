@@ -21,7 +21,11 @@ from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
 from bridge.store.base import (
     DEFAULT_LEASE_TTL,
+    DEFAULT_NOISE_CAP,
+    DEFAULT_RENDER_INTERVAL,
     DEFAULT_RETENTION,
+    NOISE_KINDS,
+    RENDER_TRIES,
     Delivery,
     DuplicateAsk,
     HistoryEvent,
@@ -30,23 +34,47 @@ from bridge.store.base import (
     SubmitResult,
     check_close_status,
     check_event_kind,
+    creation_text,
     dump_answers,
+    merge_history,
 )
 
 
 @dataclass
 class _Ask:
     record: AskRecord
+    created: str
+    """``creation_text`` of the record as created: a repeated create compares it."""
     purge_at: float
     lease_until: float = 0.0
     waiting: int = 0
+    held: bool = False
+    """This process took the answer and has not confirmed it: the lease lives (the store's
+    ``aclose``, like the process dying, lets it lapse)."""
     handoff: str = ""
     answers_key: str | None = None
+    attempt: str | None = None
     fed: str | None = None
-    log: list[HistoryEvent] = field(default_factory=list)
+    seq: int = 0
+    log: list[tuple[int, HistoryEvent]] = field(default_factory=list)
+    noise: list[tuple[int, HistoryEvent]] = field(default_factory=list)
+    noise_dropped: int = 0
+    render_at: float | None = None
+    render_tries: int = 0
+    rendered: bool = False
 
     def lease_live(self, now: float) -> bool:
-        return self.waiting > 0 or now < self.lease_until
+        return self.waiting > 0 or self.held or now < self.lease_until
+
+    def show_in(self, interval: float, now: float) -> float | None:
+        """Seconds until a sweep should show the ended ask's final state; ``None`` when there
+        is nothing to show (see ``show_in`` in ask.lua)."""
+        rec = self.record
+        if rec.message is None or self.rendered or self.render_tries >= RENDER_TRIES:
+            return None
+        since = rec.answered_at or rec.closed_at or now
+        since = max(since, self.render_at or 0.0)
+        return since + interval - now
 
 
 class MemoryStore(Store):
@@ -56,12 +84,16 @@ class MemoryStore(Store):
         retention: float = DEFAULT_RETENTION,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         claim_idle: float = 60.0,
-        log_cap: int = 500,
+        noise_cap: int = DEFAULT_NOISE_CAP,
+        render_interval: float = DEFAULT_RENDER_INTERVAL,
     ) -> None:
+        if noise_cap < 1:
+            raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
         self.retention = retention
         self.lease_ttl = lease_ttl
         self.claim_idle = claim_idle
-        self._log_cap = log_cap
+        self.render_interval = render_interval
+        self._noise_cap = noise_cap
         self._lock = threading.Lock()
         self._asks: dict[str, _Ask] = {}
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
@@ -83,8 +115,16 @@ class MemoryStore(Store):
     def _event(
         self, entry: _Ask, kind: str, user_id: str | None, now: float, **detail: Any
     ) -> None:
-        entry.log.append(HistoryEvent(at=now, kind=kind, user_id=user_id, detail=detail))
-        del entry.log[: -self._log_cap]
+        entry.seq += 1
+        event = (entry.seq, HistoryEvent(at=now, kind=kind, user_id=user_id, detail=detail))
+        if kind not in NOISE_KINDS:
+            entry.log.append(event)
+            return
+        entry.noise.append(event)
+        over = len(entry.noise) - self._noise_cap
+        if over > 0:
+            del entry.noise[:over]
+            entry.noise_dropped += over
 
     def _finish(self, entry: _Ask, status: AskStatus, now: float) -> None:
         rec = entry.record
@@ -122,20 +162,34 @@ class MemoryStore(Store):
 
     @staticmethod
     def _take(entry: _Ask) -> None:
-        """The waiting call claims the outcome; only a ``waiter`` hand-off can be taken."""
-        if entry.handoff == "waiter":
+        """The waiting call claims the outcome (a ``waiter`` hand-off, or one it took already)
+        and holds the lease until it confirms."""
+        if entry.handoff in ("waiter", "taken"):
             entry.handoff = "taken"
-            entry.lease_until = 0.0
+            entry.held = True
+
+    def _to_feed(self, entry: _Ask, now: float) -> None:
+        """Hand an answer nobody will return to the feed (see ``release``/``settle`` in ask.lua)."""
+        entry.held = False
+        entry.lease_until = 0.0
+        entry.record = entry.record.model_copy(update={"deferred": True})
+        self._event(entry, "handed_to_feed", None, now)
+        self._enqueue(entry)
 
     # -- the contract --------------------------------------------------------------------------
 
     async def create(self, record: AskRecord) -> None:
+        created = creation_text(record)
         with self._lock:
-            if self._live(record.id) is not None:
+            existing = self._live(record.id)
+            if existing is not None:
+                if existing.created == created:
+                    return  # a retry of this very create
                 raise DuplicateAsk(f"an ask with id {record.id!r} already exists")
             now = record.created_at
             entry = _Ask(
                 record=record,
+                created=created,
                 purge_at=max(record.expires_at, now) + self.retention,
                 lease_until=0.0 if record.deferred else now + self.lease_ttl,
             )
@@ -159,8 +213,10 @@ class MemoryStore(Store):
             entry = self._live(ask_id)
             if entry is None:
                 return None
-            entry.record = entry.record.model_copy(update={"message": message})
-            self._event(entry, "posted", None, time.time(), message=message.model_dump(mode="json"))
+            if entry.record.message != message:
+                entry.record = entry.record.model_copy(update={"message": message})
+                detail = message.model_dump(mode="json")
+                self._event(entry, "posted", None, time.time(), message=detail)
             return entry.record
 
     async def defer(self, ask_id: str) -> AskRecord | None:
@@ -169,9 +225,10 @@ class MemoryStore(Store):
             if entry is None:
                 return None
             if entry.record.status is AskStatus.PENDING:
-                entry.record = entry.record.model_copy(update={"deferred": True})
-                entry.lease_until = 0.0
-                self._event(entry, "deferred", None, time.time())
+                if not entry.record.deferred:
+                    entry.record = entry.record.model_copy(update={"deferred": True})
+                    entry.lease_until = 0.0
+                    self._event(entry, "deferred", None, time.time())
             else:
                 self._take(entry)
             return entry.record
@@ -183,6 +240,7 @@ class MemoryStore(Store):
         answers: Sequence[Answer],
         *,
         now: float | None = None,
+        attempt: str | None = None,
     ) -> SubmitResult:
         dumped, chosen = dump_answers(answers)
         detail = {"name": who.name, "answers": dumped}
@@ -203,7 +261,10 @@ class MemoryStore(Store):
             if rec.status is AskStatus.ANSWERED:
                 by = rec.answered_by
                 if by is not None and by.user_id == who.user_id and entry.answers_key == chosen:
-                    return SubmitResult(SubmitOutcome.REPEATED, rec)
+                    same = attempt is not None and attempt == entry.attempt
+                    return SubmitResult(
+                        SubmitOutcome.ACCEPTED if same else SubmitOutcome.REPEATED, rec
+                    )
                 self._event(entry, "late", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.ALREADY_ANSWERED, rec)
             if rec.status is not AskStatus.PENDING:
@@ -213,6 +274,7 @@ class MemoryStore(Store):
                 update={"answers": tuple(answers), "answered_by": who, "answered_at": now}
             )
             entry.answers_key = chosen
+            entry.attempt = attempt
             self._event(entry, "answered", who.user_id, now, **detail)
             self._finish(entry, AskStatus.ANSWERED, now)
             return SubmitResult(SubmitOutcome.ACCEPTED, entry.record)
@@ -224,7 +286,11 @@ class MemoryStore(Store):
         with self._lock:
             now = time.time()
             entry = self._live(ask_id, now)
-            if entry is None or entry.record.status is not AskStatus.PENDING:
+            if entry is None:
+                return None
+            if entry.record.status is status:
+                return entry.record  # closed so already (a retry, or a sweep came first)
+            if entry.record.status is not AskStatus.PENDING:
                 return None
             entry.record = entry.record.model_copy(update={"closed_at": now})
             self._event(entry, status.value, by, now)
@@ -237,10 +303,17 @@ class MemoryStore(Store):
             if entry is None:
                 return
             entry.lease_until = 0.0
-            if entry.handoff in ("waiter", "taken"):  # see ``release`` in ask.lua
-                entry.record = entry.record.model_copy(update={"deferred": True})
-                self._event(entry, "handed_to_feed", None, time.time())
-                self._enqueue(entry)
+            entry.held = False
+            if entry.handoff in ("waiter", "taken", "confirmed"):  # see ``release`` in ask.lua
+                self._to_feed(entry, time.time())
+
+    async def confirm(self, ask_id: str) -> None:
+        with self._lock:
+            entry = self._live(ask_id)
+            if entry is not None and entry.handoff == "taken":
+                entry.handoff = "confirmed"
+                entry.held = False
+                entry.lease_until = 0.0
 
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
         loop = asyncio.get_running_loop()
@@ -281,7 +354,9 @@ class MemoryStore(Store):
     async def history(self, ask_id: str) -> list[HistoryEvent]:
         with self._lock:
             entry = self._live(ask_id)
-            return list(entry.log) if entry else []
+            if entry is None:
+                return []
+            return merge_history(entry.log, entry.noise, entry.noise_dropped)
 
     async def list_pending(self) -> list[AskRecord]:
         with self._lock:
@@ -295,20 +370,52 @@ class MemoryStore(Store):
 
     async def sweep(self, now: float | None = None) -> list[AskRecord]:
         now = time.time() if now is None else now
-        expired: list[AskRecord] = []
+        shown: list[AskRecord] = []
         with self._lock:
             for ask_id in list(self._asks):
                 entry = self._live(ask_id, now)
                 if entry is None:
                     continue
-                if entry.record.status is AskStatus.PENDING and entry.record.expires_at <= now:
-                    self._expire(entry, now)
-                    expired.append(entry.record)
-                elif entry.handoff == "waiter" and not entry.lease_live(time.time()):
-                    entry.record = entry.record.model_copy(update={"deferred": True})
-                    self._event(entry, "handed_to_feed", None, now)
-                    self._enqueue(entry)
-        return expired
+                if entry.record.status is AskStatus.PENDING:
+                    if entry.record.expires_at <= now:
+                        self._expire(entry, now)
+                        shown.append(entry.record)
+                    continue
+                if entry.handoff in ("waiter", "taken") and not entry.lease_live(time.time()):
+                    self._to_feed(entry, now)  # nobody took it, or the taker died unconfirmed
+                wait = entry.show_in(self.render_interval, now)
+                if wait is not None and wait <= 0:
+                    shown.append(entry.record)
+        return shown
+
+    async def claim_render(
+        self, ask_id: str, *, now: float | None = None, message: MessageRef | None = None
+    ) -> AskRecord | None:
+        with self._lock:
+            now = time.time() if now is None else now
+            entry = self._live(ask_id, now)
+            if entry is None or entry.record.status is AskStatus.PENDING:
+                return None
+            if entry.record.message is None and message is not None:  # see ``claim`` in ask.lua
+                entry.record = entry.record.model_copy(update={"message": message})
+                detail = message.model_dump(mode="json")
+                self._event(entry, "posted", None, time.time(), message=detail)
+            last = entry.render_at
+            if entry.record.message is None or (
+                last is not None and now - last < self.render_interval
+            ):
+                return None
+            entry.render_at = now
+            entry.render_tries += 1
+            return entry.record
+
+    async def mark_rendered(self, ask_id: str) -> None:
+        with self._lock:
+            entry = self._live(ask_id)
+            if entry is not None and entry.record.status is not AskStatus.PENDING:
+                if not entry.rendered:
+                    entry.rendered = True
+                    self._event(entry, "rendered", None, time.time())
 
     # -- the feed ------------------------------------------------------------------------------
 
@@ -363,6 +470,16 @@ class MemoryStore(Store):
     async def ack(self, delivery: Delivery) -> None:
         with self._lock:
             self._drop(delivery.delivery_id)
+
+    async def aclose(self) -> None:
+        """Stop keeping taken answers' leases alive, as a process that dies would: each lapses
+        one lease term from now, and a sweep then hands its answer to the feed."""
+        with self._lock:
+            until = time.time() + self.lease_ttl
+            for entry in self._asks.values():
+                if entry.held:
+                    entry.held = False
+                    entry.lease_until = until
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -24,7 +24,14 @@ sent in the instant between the switch and its announcement can still land on th
 Sentinel promises no more.
 
 Every operation raises :class:`~bridge.store.base.StoreUnavailable` when Redis cannot be reached
-(after the client's own retries, which ride out a restart or failover of a few seconds).
+(after the client's own retries, which ride out a restart or failover of a few seconds). Those
+retries re-send a command whose reply was lost after Redis ran it, so every script op is written to
+be run twice (see ``ask.lua``): ``submit`` carries a token per call, so its re-sent attempt is still
+``ACCEPTED``.
+
+Lost data: a Redis restarted without persistence comes back empty, silently. The ``epoch`` key
+(:mod:`bridge.store.keys`) lets a process notice: :attr:`RedisStore.lost_data` turns true and one
+error line names the likely cause.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from importlib.resources import files
@@ -58,7 +67,10 @@ from bridge.models import Answer
 from bridge.store import redis_codec as codec
 from bridge.store.base import (
     DEFAULT_LEASE_TTL,
+    DEFAULT_NOISE_CAP,
+    DEFAULT_RENDER_INTERVAL,
     DEFAULT_RETENTION,
+    RENDER_TRIES,
     Delivery,
     DuplicateAsk,
     HistoryEvent,
@@ -68,7 +80,9 @@ from bridge.store.base import (
     SubmitResult,
     check_close_status,
     check_event_kind,
+    creation_text,
     dump_answers,
+    merge_history,
 )
 from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys
 from bridge.store.redis_connect import (
@@ -78,6 +92,8 @@ from bridge.store.redis_connect import (
     connect,
 )
 from bridge.store.redis_wakeups import Wakeups
+
+log = logging.getLogger(__name__)
 
 _SCRIPT = files("bridge.store").joinpath("ask.lua").read_text()
 _INDEX_TTL = 400 * 86400  # beyond any ask's expiry: refreshed on every write anyway
@@ -150,8 +166,11 @@ class RedisStore(Store):
         lease_ttl: float = DEFAULT_LEASE_TTL,
         group: str = DEFAULT_GROUP,
         claim_idle: float = 60.0,
-        log_cap: int = 500,
+        noise_cap: int = DEFAULT_NOISE_CAP,
+        render_interval: float = DEFAULT_RENDER_INTERVAL,
     ) -> None:
+        if noise_cap < 1:
+            raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
         self._r = client
         self._sub = subscriber if subscriber is not None else client
         self.keys = Keys(prefix)
@@ -159,10 +178,12 @@ class RedisStore(Store):
         self.lease_ttl = lease_ttl
         self.group = group
         self.claim_idle = claim_idle
-        self._log_cap = log_cap
+        self._noise_cap = noise_cap
+        self.render_interval = render_interval
+        self._epoch: str | None = None
+        self._lost_data = False
         self._script = client.register_script(_SCRIPT)
         self._wakeups = Wakeups(client, self._sub, self.keys, lease_ttl)
-        self._background: set[asyncio.Task[Any]] = set()
         self._ready = not isinstance(client, RedisCluster)
         self._ready_lock = asyncio.Lock()
         self._follower: asyncio.Task[None] | None = None
@@ -175,6 +196,10 @@ class RedisStore(Store):
         ``redis+sentinel://`` URL (see :func:`bridge.store.redis_connect.connect`)."""
         client, subscriber = connect(url, max_connections=max_connections)
         return cls(client, subscriber, **options)
+
+    @property
+    def lost_data(self) -> bool:
+        return self._lost_data
 
     @property
     def resubscriptions(self) -> int:
@@ -200,12 +225,39 @@ class RedisStore(Store):
             self._follower = asyncio.create_task(
                 self._sub.follow(self._wakeups.resubscribe), name="ask-bridge master switches"
             )
-        if self._ready:
+        if self._ready and self._epoch is not None:
             return
         async with self._ready_lock:
             if not self._ready:
                 await self._r.initialize()
                 self._ready = True
+            if self._epoch is None:
+                self._epoch = await self._adopt_epoch()
+
+    async def _adopt_epoch(self) -> str | None:
+        """The deployment's epoch: set it if nobody did (SET NX), then read what stands."""
+        await self._r.set(self.keys.epoch, secrets.token_hex(8), nx=True, ex=_INDEX_TTL)
+        epoch: str | None = await self._r.get(self.keys.epoch)
+        return epoch
+
+    async def _check_epoch(self) -> None:
+        """Compare the epoch with the one this process saw: gone or changed means the data this
+        process wrote is gone (one error line each time that is found), then adopt the new one."""
+        async with self._r.pipeline(transaction=False) as pipe:
+            pipe.get(self.keys.epoch)
+            pipe.expire(self.keys.epoch, _INDEX_TTL)
+            current, _ = await pipe.execute()
+        if current is not None and current == self._epoch:
+            return
+        self._lost_data = True
+        log.error(
+            "ask store %r: the store lost its data (epoch key %s is %s): was Redis restarted "
+            "without persistence? check appendonly/save; pending asks and unread answers are gone",
+            self.keys.prefix,
+            self.keys.epoch,
+            "missing" if current is None else "changed",
+        )
+        self._epoch = await self._adopt_epoch()
 
     def _argv(self, op: str, ask_id: str, args: Sequence[Any], now: float | None) -> list[Any]:
         return [
@@ -214,7 +266,7 @@ class RedisStore(Store):
             self.keys.events,
             ask_id,
             int(self.retention * 1000),
-            self._log_cap,
+            self._noise_cap,
             *args,
         ]
 
@@ -223,12 +275,11 @@ class RedisStore(Store):
         reply: list[Any] = await self._script(keys=self.keys.ask_keys(ask_id), args=argv)
         return reply
 
-    def _unindex_soon(self, ask_id: str) -> None:
-        """Drop a settled ask from ``due`` off the caller's path; if this is lost, the sweeper's
-        next visit finds the ask settled and drops it then."""
-        task = asyncio.create_task(self._r.zrem(self.keys.due, ask_id))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    async def _unindex_if_settled(self, ask_id: str, raw: dict[str, str]) -> None:
+        """Drop an ask from ``due`` once nothing is left to do for it; if this step is lost, the
+        sweeper's next visit finds the ask settled and drops it then."""
+        if _settled(raw):
+            await self._r.zrem(self.keys.due, ask_id)
 
     def _ttl_ms(self, record: AskRecord) -> int:
         return int((max(record.expires_at - time.time(), 0) + self.retention) * 1000)
@@ -240,18 +291,24 @@ class RedisStore(Store):
             await pipe.execute()
 
     async def _index_and_run(
-        self, mapping: dict[str, float], ask_id: str, argv: list[Any], *, xx: bool = False
+        self,
+        mapping: dict[str, float],
+        ask_id: str,
+        argv: list[Any],
+        *,
+        xx: bool = False,
+        nx: bool = False,
     ) -> list[Any]:
         """ZADD to ``due``, then the script, in one round trip where the server allows it."""
         keys = self.keys.ask_keys(ask_id)
         if isinstance(self._r, RedisCluster):  # no scripts in Cluster pipelines: two trips
-            await self._r.zadd(self.keys.due, mapping, xx=xx)
+            await self._r.zadd(self.keys.due, mapping, xx=xx, nx=nx)
             if not xx:
                 await self._r.expire(self.keys.due, _INDEX_TTL + int(self.retention))
             reply: list[Any] = await self._script(keys=keys, args=argv)
             return reply
         async with self._r.pipeline(transaction=False) as pipe:
-            pipe.zadd(self.keys.due, mapping, xx=xx)
+            pipe.zadd(self.keys.due, mapping, xx=xx, nx=nx)
             if not xx:
                 pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
             pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
@@ -263,22 +320,25 @@ class RedisStore(Store):
             raise result
         return list(result)
 
-    async def _to_feed(self, ask_id: str) -> None:
+    async def _to_feed(self, ask_id: str) -> bool:
         """Put a finished ask on the feed, then mark it sent; a crash between repeats the XADD
-        later (the feed drops duplicate entries at delivery, see ``deliver`` in ask.lua)."""
+        later (the feed drops duplicate entries at delivery, see ``deliver`` in ask.lua).
+        Whether the ask left ``due`` (settled: its final state is shown, or nothing to show)."""
         min_id = f"{int((time.time() - self.retention) * 1000)}-0"
         await self._r.xadd(self.keys.feed, {"ask": ask_id}, minid=min_id, approximate=True)
         await self._r.expire(self.keys.feed, int(self.retention) + 86400)
-        await self._run("sent", ask_id)
-        await self._r.zrem(self.keys.due, ask_id)
+        reply = await self._run("sent", ask_id)
+        raw = codec.pairs(reply[1]) if reply[0] == "ok" else {}
+        await self._unindex_if_settled(ask_id, raw)
+        return not raw or _settled(raw)
 
     async def _ended(self, ask_id: str, raw: dict[str, str]) -> None:
         """An ask just left ``pending`` without an answer (closed or expired): feed it if it was
-        deferred, and drop it from ``due`` either way (``_to_feed`` does that last)."""
+        deferred; drop it from ``due`` if nothing is left to do (its final state is shown)."""
         if raw.get(Fields.HANDOFF) == "feed":
             await self._to_feed(ask_id)
         else:
-            await self._r.zrem(self.keys.due, ask_id)
+            await self._unindex_if_settled(ask_id, raw)
 
     # -- the contract -------------------------------------------------------------------------
 
@@ -295,7 +355,7 @@ class RedisStore(Store):
             "create",
             record.id,
             (
-                codec.body(record),
+                creation_text(record),
                 repr(record.expires_at),
                 json.dumps(list(record.answerers)),
                 "1" if record.deferred else "0",
@@ -320,18 +380,33 @@ class RedisStore(Store):
     async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
         await self._init()
         detail = json.dumps({"message": message.model_dump(mode="json")})
-        reply = await self._run("message", ask_id, message.model_dump_json(), detail)
-        return codec.record(codec.pairs(reply[1])) if reply[0] == "ok" else None
+        argv = self._argv("message", ask_id, (message.model_dump_json(), detail), None)
+        # Indexed with the script (NX: an indexed ask keeps its score): an ask that ended, and
+        # left the index, before its message was known must be shown -- by a sweep if need be.
+        mark = {ask_id: time.time() + self.render_interval}
+        reply = await self._index_and_run(mark, ask_id, argv, nx=True)
+        if reply[0] != "ok":
+            await self._r.zrem(self.keys.due, ask_id)
+            return None
+        return codec.record(codec.pairs(reply[1]))
 
     @_guarded("defer")
     async def defer(self, ask_id: str) -> AskRecord | None:
         await self._init()
-        reply = await self._run("defer", ask_id)
+        reply = await self._run("defer", ask_id, int(self.lease_ttl * 1000))
         if reply[0] == "missing":
             return None
         if reply[0] == "taken":
-            await self._r.zrem(self.keys.due, ask_id)
+            self._wakeups.hold(ask_id)
         return codec.record(codec.pairs(reply[1]))
+
+    @_guarded("confirm")
+    async def confirm(self, ask_id: str) -> None:
+        self._wakeups.release(ask_id)  # first: should the script fail, the lease lapses (feed)
+        await self._init()
+        reply = await self._run("confirm", ask_id)
+        if reply[0] == "ok":
+            await self._unindex_if_settled(ask_id, codec.pairs(reply[1]))
 
     @_guarded("submit")
     async def submit(
@@ -341,9 +416,12 @@ class RedisStore(Store):
         answers: Sequence[Answer],
         *,
         now: float | None = None,
+        attempt: str | None = None,
     ) -> SubmitResult:
         await self._init()
         now = time.time() if now is None else now
+        # one token per call, in the script's arguments: redis-py's re-send carries the same one
+        attempt = secrets.token_hex(8) if attempt is None else attempt
         dumped, chosen = dump_answers(answers)
         argv = self._argv(
             "submit",
@@ -355,6 +433,7 @@ class RedisStore(Store):
                 chosen,
                 json.dumps(who.user_id),
                 json.dumps({"name": who.name, "answers": dumped}),
+                attempt,
             ),
             now,
         )
@@ -377,7 +456,11 @@ class RedisStore(Store):
     ) -> AskRecord | None:
         await self._init()
         check_close_status(status)
-        reply = await self._run("close", ask_id, status.value, json.dumps(by))
+        argv = self._argv("close", ask_id, (status.value, json.dumps(by)), None)
+        # Rescored with the script (XX: only indexed asks): the closer shows the final state;
+        # should it not, the sweeper does once the render interval has passed.
+        mark = {ask_id: time.time() + self.render_interval}
+        reply = await self._index_and_run(mark, ask_id, argv, xx=True)
         if reply[0] != "closed":
             return None
         raw = codec.pairs(reply[1])
@@ -386,6 +469,7 @@ class RedisStore(Store):
 
     @_guarded("release")
     async def release(self, ask_id: str) -> None:
+        self._wakeups.release(ask_id)
         await self._init()
         # Indexed with the script (a take may have unindexed it): should this cleanup be cut
         # short after the script moved the answer to ``feed``, a sweeper still puts it there.
@@ -405,8 +489,12 @@ class RedisStore(Store):
     @_guarded("history")
     async def history(self, ask_id: str) -> list[HistoryEvent]:
         await self._init()
-        lines = await self._r.lrange(self.keys.log(ask_id), 0, -1)
-        return [HistoryEvent.model_validate_json(line) for line in lines]
+        async with self._r.pipeline(transaction=False) as pipe:  # one slot: one node
+            pipe.lrange(self.keys.log(ask_id), 0, -1)
+            pipe.lrange(self.keys.noise(ask_id), 0, -1)
+            pipe.hget(self.keys.rec(ask_id), Fields.NOISE_DROPPED)
+            lifecycle, noise, dropped = await pipe.execute()
+        return merge_history(_events(lifecycle), _events(noise), int(dropped or 0))
 
     @_guarded("list_pending")
     async def list_pending(self) -> list[AskRecord]:
@@ -427,38 +515,73 @@ class RedisStore(Store):
     @_guarded("sweep")
     async def sweep(self, now: float | None = None) -> list[AskRecord]:
         await self._init()
+        await self._check_epoch()
         now = time.time() if now is None else now
-        expired: list[AskRecord] = []
+        shown: list[AskRecord] = []
         while True:
             ids = await self._r.zrangebyscore(
                 self.keys.due, "-inf", now, start=0, num=PIPELINE_CHUNK
             )
             later: dict[str, float] = {}
             for ask_id in ids:
-                reply = await self._run("settle", ask_id, self.lease_ttl, now=now)
+                reply = await self._run(
+                    "settle", ask_id, self.lease_ttl, self.render_interval, now=now
+                )
                 verdict = reply[0]
                 if verdict == "later":
                     later[ask_id] = float(reply[1])
                     continue
-                if verdict in ("expired", "feed"):
-                    raw = codec.pairs(reply[1])
-                    if verdict == "expired":
-                        expired.append(codec.record(raw))
-                    if raw.get(Fields.HANDOFF) == "feed":
-                        await self._to_feed(ask_id)
-                        continue
-                await self._r.zrem(self.keys.due, ask_id)
+                if verdict in ("missing", "done"):
+                    await self._r.zrem(self.keys.due, ask_id)
+                    continue
+                raw = codec.pairs(reply[1])
+                if verdict in ("expired", "show"):
+                    shown.append(codec.record(raw))
+                settled = _settled(raw)
+                if raw.get(Fields.HANDOFF) == "feed":
+                    settled = await self._to_feed(ask_id)
+                elif settled:
+                    await self._r.zrem(self.keys.due, ask_id)
+                if not settled:  # to show: visit again should nobody mark it shown
+                    later[ask_id] = now + self.render_interval
             if later:  # every new score is past ``now``, so the next round sees other asks
                 await self._index(later)
             if len(ids) < PIPELINE_CHUNK:
-                return expired
+                return shown
+
+    @_guarded("claim_render")
+    async def claim_render(
+        self, ask_id: str, *, now: float | None = None, message: MessageRef | None = None
+    ) -> AskRecord | None:
+        await self._init()
+        # a token per claim: redis-py's re-send of this very claim is granted again
+        token = secrets.token_hex(8)
+        posted = ("", "{}")
+        if message is not None:
+            detail = json.dumps({"message": message.model_dump(mode="json")})
+            posted = (message.model_dump_json(), detail)
+        argv = self._argv("claim", ask_id, (self.render_interval, token, *posted), now)
+        if message is None:
+            reply = await self._script(keys=self.keys.ask_keys(ask_id), args=argv)
+        else:  # it may learn the message here: indexed, so a failed render is retried by a sweep
+            mark = {ask_id: time.time() + self.render_interval}
+            reply = await self._index_and_run(mark, ask_id, argv, nx=True)
+        return codec.record(codec.pairs(reply[1])) if reply[0] == "claimed" else None
+
+    @_guarded("mark_rendered")
+    async def mark_rendered(self, ask_id: str) -> None:
+        await self._init()
+        reply = await self._run("rendered", ask_id)
+        if reply[0] == "ok":
+            await self._unindex_if_settled(ask_id, codec.pairs(reply[1]))
 
     @_guarded("wait")
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
         """Wait for the ask to leave ``pending``; take the answer if it is this waiter's.
 
         The record comes back with ``deferred=True`` when the answer went to the feed instead
-        (this waiter's lease had lapsed); ``None`` on timeout or for an unknown ask.
+        (this waiter's lease had lapsed); ``None`` on timeout or for an unknown ask. A taken
+        answer's lease is kept alive by this store until :meth:`confirm` or :meth:`release`.
         """
         await self._init()
         self._wakeups.start()
@@ -470,12 +593,13 @@ class RedisStore(Store):
                     await self._wakeups.woken(ask_id)
             except TimeoutError:
                 return None
-            reply = await self._run("take", ask_id)
+            reply = await self._run("take", ask_id, int(self.lease_ttl * 1000))
             if reply[0] == "missing":
+                await self._check_epoch()  # gone before its retention: was the data lost?
                 return None
             record = codec.record(codec.pairs(reply[1]))
             if reply[0] == "taken":
-                self._unindex_soon(ask_id)
+                self._wakeups.hold(ask_id)  # the lease lives until this call confirms
             if record.status is not AskStatus.PENDING:
                 return record
 
@@ -544,8 +668,29 @@ class RedisStore(Store):
             await stop(self._follower)  # not a bare cancel: see bridge.aio
             self._follower = None
         await self._wakeups.aclose()
-        for task in list(self._background):
-            await stop(task)
         if self._sub is not self._r:
             await self._sub.aclose()
         await self._r.aclose()
+
+
+def _settled(raw: dict[str, str]) -> bool:
+    """Nothing left for a sweeper to do: the ask ended, its hand-off is settled, and its final
+    state is shown (or there is no message to show it on, or showing it failed too often)."""
+    if raw.get(Fields.STATUS, "pending") == "pending":
+        return False
+    if raw.get(Fields.HANDOFF) not in ("none", "sent", "confirmed"):
+        return False
+    return (
+        not raw.get(Fields.MESSAGE)
+        or raw.get(Fields.RENDERED) == "1"
+        or int(raw.get(Fields.RENDER_TRIES) or 0) >= RENDER_TRIES
+    )
+
+
+def _events(lines: Sequence[str]) -> list[tuple[int, HistoryEvent]]:
+    """Audit-trail lines with their sequence numbers (0 for lines written before there were)."""
+    out = []
+    for line in lines:
+        data = json.loads(line)
+        out.append((int(data.pop("seq", 0)), HistoryEvent.model_validate(data)))
+    return out

@@ -11,17 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.ask import AskRecord
+from bridge.store.base import creation_text
 from bridge.store.keys import Fields
-
-_BODY_FIELDS = {
-    "id",
-    "questions",
-    "destination",
-    "context",
-    "answerers",
-    "created_at",
-    "expires_at",
-}
 
 
 def pairs(flat: Sequence[Any]) -> dict[str, str]:
@@ -46,5 +37,6 @@ def record(raw: dict[str, str]) -> AskRecord:
 
 
 def body(record: AskRecord) -> str:
-    """The ``body`` field: JSON of the fields fixed at creation."""
-    return record.model_dump_json(include=_BODY_FIELDS)
+    """The ``body`` field: JSON of the fields fixed at creation (``deferred`` as created; the
+    ``deferred`` field, which may change, is what :func:`record` reads)."""
+    return creation_text(record)

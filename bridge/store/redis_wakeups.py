@@ -4,7 +4,9 @@ Each script that ends an ask PUBLISHes its id on one channel (``Keys.events``). 
 subscription for all its waiters. After every (re)subscription -- and whenever a waiter registers
 -- the status of the asks concerned is re-read, so a wake-up published while the subscription was
 down, or before the waiter registered, is never missed. While a call waits, its ask's lease is kept
-alive, so an answer arriving meanwhile is handed to it rather than to the feed.
+alive, so an answer arriving meanwhile is handed to it rather than to the feed; and once it took
+the answer, until it confirms it returned it (:meth:`Wakeups.hold`), so the answer goes to the feed
+only if this process dies holding it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Wakeups:
         self._refresh_every = lease_ttl / 3
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._checks: set[str] = set()
+        self._held: set[str] = set()
         self._check_wanted = asyncio.Event()
         self._subscribed = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
@@ -63,6 +66,15 @@ class Wakeups:
         self._retired.add(old)
         old.add_done_callback(self._retired.discard)
         self._listener = asyncio.create_task(self._listen(), name="ask-bridge wake-ups")
+
+    def hold(self, ask_id: str) -> None:
+        """Keep the ask's lease alive: this process took its answer and has not returned it."""
+        self._held.add(ask_id)
+        self.start()
+
+    def release(self, ask_id: str) -> None:
+        """Stop keeping the lease alive (the answer was returned, or handed to the feed)."""
+        self._held.discard(ask_id)
 
     async def subscribed(self) -> None:
         """Return once the subscription is live."""
@@ -147,7 +159,7 @@ class Wakeups:
     async def _refresh_leases(self) -> None:
         while True:
             await asyncio.sleep(self._refresh_every)
-            waiting = list(self._waiters)
+            waiting = list(self._waiters.keys() | self._held)
             with contextlib.suppress(RedisError, OSError):
                 for start in range(0, len(waiting), PIPELINE_CHUNK):
                     async with self._r.pipeline(transaction=False) as pipe:
