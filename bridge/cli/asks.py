@@ -84,7 +84,11 @@ def _cancel(args: argparse.Namespace) -> int:
     async def go(store: Any, args: argparse.Namespace) -> int:
         from bridge.ask import AskStatus
 
-        closed = await store.close(args.ask_id, AskStatus.CANCELLED, by=args.by)
+        # close() also returns an ask cancelled before (so a retry can re-render it): ask first
+        rec = await store.get(args.ask_id)
+        closed = None
+        if rec is not None and rec.status is AskStatus.PENDING:
+            closed = await store.close(args.ask_id, AskStatus.CANCELLED, by=args.by)
         if closed is None:
             rec = await store.get(args.ask_id)
             state = rec.status.value if rec else "unknown"
