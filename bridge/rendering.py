@@ -33,6 +33,6 @@ async def show_final(store: Store, poster: Poster, ask: AskRecord | str) -> bool
         await poster.update(record)
         await store.mark_rendered(ask_id)
     except Exception:
-        log.warning("ask %s ended but its message could not be re-rendered", ask_id, exc_info=True)
+        log.exception("ask %s ended but its message could not be re-rendered", ask_id)
         return False
     return True
