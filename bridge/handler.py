@@ -25,20 +25,23 @@ the post) is re-rendered by the handler, which alone knows the message then.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.ask import AskRecord, AskStatus, Destination, MessageRef
 from bridge.deferred import AskUserDeferred
-from bridge.errors import NotAnswered, PostFailed, ToolRejected
+from bridge.errors import NotAnswered, PostFailed
 from bridge.models import Answer, Question, QuestionSet
 from bridge.poster import Poster
 from bridge.rendering import show_final
 from bridge.store.base import Store
+
+log = logging.getLogger(__name__)
 
 
 class AskPolicy(BaseModel):
@@ -132,7 +135,7 @@ class ChatHandler:
             return self._deferred(record, ask.message)
         done = await self.store.wait(record.id, policy.wait)
         if done is None:
-            done = await self._timed_out(record)
+            done = await self._timed_out(ask)
         if done.status is AskStatus.ANSWERED and done.answers is not None and not done.deferred:
             # taken above: tell the store it is returned (a cancellation landing here releases
             # it to the feed; should this process die first, the sweeper feeds it)
@@ -147,8 +150,9 @@ class ChatHandler:
             done,
         )
 
-    async def _timed_out(self, record: AskRecord) -> AskRecord:
+    async def _timed_out(self, ask: _Asking) -> AskRecord:
         """The wait ran out: defer (keeping the ask open) or close it as expired."""
+        record = ask.record
         if self.policy.on_timeout == "error":
             closed = await self.store.close(record.id, AskStatus.EXPIRED)
             if closed is not None:
@@ -161,7 +165,7 @@ class ChatHandler:
         # defer() is atomic with submit: an answer that just landed comes back, taken by us
         current = await self.store.defer(record.id)
         if current is None:
-            raise ToolRejected("the questions vanished from the store before anyone answered")
+            await self._vanished(ask)
         if current.status is AskStatus.PENDING:
             return current.model_copy(update={"deferred": True})
         return current
@@ -183,6 +187,31 @@ class ChatHandler:
             closed = closed.model_copy(update={"message": ask.message})
         if closed.message is not None:  # never shown (cancelled while posting): nothing to update
             await self._render(closed)
+
+    async def _vanished(self, ask: _Asking) -> NoReturn:
+        """The store no longer knows a pending ask this call posted: it lost its data (a Redis
+        restarted without persistence, or flushed). Nobody's click can answer it any more, so
+        the message this call knows is shown as ended, and the model and the log say why."""
+        record = ask.record
+        log.error(
+            "ask %s vanished from the store before anyone answered: the store lost its data "
+            "(was Redis restarted without persistence? check appendonly/save)",
+            record.id,
+        )
+        if ask.message is not None:
+            ended = record.model_copy(
+                update={"status": AskStatus.CANCELLED, "message": ask.message}
+            )
+            try:  # not show_final: the store holds nothing to claim
+                await self.poster.update(ended)
+            except Exception:
+                log.warning("could not re-render lost ask %s", record.id, exc_info=True)
+        raise NotAnswered(
+            "nobody can answer: the bridge's store lost these questions before anyone answered "
+            "(its operator should check that Redis keeps its data: appendonly or save). "
+            "Continue without the answers, or ask again.",
+            record.model_copy(update={"status": AskStatus.CANCELLED}),
+        )
 
     async def _render(self, record: AskRecord) -> None:
         """Show the final state (once across replicas; failures logged: the outcome stands)."""

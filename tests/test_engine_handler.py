@@ -8,6 +8,8 @@ import time
 
 import pytest
 from engine_fixtures import StoreFactory, new_record, questions
+from redis.asyncio import Redis
+from redis_server import RedisServer
 
 from bridge.ask import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.deferred import AskUserDeferred
@@ -17,6 +19,7 @@ from bridge.handler import AskPolicy, ChatHandler
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.store.base import Delivery, Store, SubmitOutcome
+from bridge.store.redis import RedisStore
 from bridge.sweeper import Sweeper
 
 DEST = Destination(platform="memory", channel="C42")
@@ -323,3 +326,30 @@ async def test_errors_tell_how_the_ask_ended(store: Store) -> None:
         await ChatHandler(failing, store, DEST)(QS, {})
     assert failed.value.record.status is AskStatus.CANCELLED
     assert failed.value.record.message is None
+
+
+async def test_a_store_that_lost_the_ask_is_named_and_the_message_ended(
+    standalone: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis restarted without persistence under a waiting call: the model is told why nobody
+    can answer, the log names the likely cause, and the message stops offering its controls."""
+    store = RedisStore.from_url(standalone.url, prefix="lostask")
+    raw = Redis.from_url(standalone.url)
+    try:
+        poster = MemoryPoster()
+        handler = ChatHandler(poster, store, DEST, AskPolicy(wait=0.5))
+        call = asyncio.create_task(handler(QS, {}))
+        posted = await poster.next_post()  # created and posted; recorded or not, it goes now
+        lost = [key async for key in raw.scan_iter(match="lostask:*")]
+        await raw.delete(*lost)  # what a restart without persistence leaves: nothing
+        with pytest.raises(NotAnswered) as raised:
+            await call
+        assert "store lost these questions" in raised.value.message
+        assert "appendonly" in raised.value.message
+        (shown,) = poster.updated(posted.id)
+        assert shown.status is AskStatus.CANCELLED and shown.message is not None
+        logged = [r.getMessage() for r in caplog.records if r.name == "bridge.handler"]
+        assert any("lost its data" in line and posted.id in line for line in logged)
+    finally:
+        await raw.aclose()
+        await store.aclose()
