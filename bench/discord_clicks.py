@@ -32,8 +32,8 @@ from fake_discord import CHANNEL, TOKEN, FakeDiscord, Interaction  # noqa: E402
 from samples import one_question_set  # noqa: E402
 
 from bridge import routing  # noqa: E402
-from bridge.ask import AskRecord, Destination, Responder  # noqa: E402
 from bridge.models import Answer  # noqa: E402
+from bridge.record import AskRecord, Destination, Responder  # noqa: E402
 from bridge.store.redis import RedisStore  # noqa: E402
 from platforms.discord.client import RestClient  # noqa: E402
 from platforms.discord.poster import DiscordPoster  # noqa: E402

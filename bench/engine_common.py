@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from redis_server import redis_server
 
-from bridge.ask import AskRecord, Destination
 from bridge.models import Option, Question, QuestionSet
+from bridge.record import AskRecord, Destination
 
 
 @contextmanager

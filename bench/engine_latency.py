@@ -15,8 +15,8 @@ import time
 from engine_common import four_questions, pct, record, server_url
 from redis.asyncio import Redis
 
-from bridge.ask import Responder
 from bridge.models import Answer
+from bridge.record import Responder
 from bridge.store.redis import RedisStore
 
 

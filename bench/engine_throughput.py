@@ -12,8 +12,8 @@ import time
 
 from engine_common import four_questions, record, server_url
 
-from bridge.ask import Responder
 from bridge.models import Answer
+from bridge.record import Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 

@@ -31,8 +31,8 @@ from procs import Serve, cli_env  # noqa: E402
 from samples import one_question_set  # noqa: E402
 
 from bridge import routing  # noqa: E402
-from bridge.ask import AskRecord, Destination, Responder  # noqa: E402
 from bridge.models import Answer, QuestionSet  # noqa: E402
+from bridge.record import AskRecord, Destination, Responder  # noqa: E402
 from bridge.store.redis import RedisStore  # noqa: E402
 from platforms.slack.client import make_client  # noqa: E402
 from platforms.slack.poster import SlackPoster  # noqa: E402

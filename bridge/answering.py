@@ -40,9 +40,9 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from bridge import replies
-from bridge.ask import AskRecord, AskStatus, Responder
 from bridge.models import Answer, QuestionSet
 from bridge.poster import Poster
+from bridge.record import AskRecord, AskStatus, Responder
 from bridge.rendering import show_final
 from bridge.replies import Replies
 from bridge.store.base import Store, StoreUnavailable

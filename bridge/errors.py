@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bridge.ask import AskRecord
+    from bridge.record import AskRecord
 
 
 class ToolRejected(Exception):

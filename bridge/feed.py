@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from bridge.ask import AskRecord, AskStatus
+from bridge.record import AskRecord, AskStatus
 from bridge.result import answers_result
 from bridge.store.base import Delivery
 

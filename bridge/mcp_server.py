@@ -5,7 +5,7 @@ model must fix comes back as an error result (``isError``) carrying the core's m
 questions go:
 
 1. a bridge handler given to :func:`create_server` -- ``ask-bridge mcp`` builds a
-   :class:`~bridge.handler.ChatHandler` from ``ASK_BRIDGE_PLATFORM`` (a chat platform registered
+   :class:`~bridge.asking.ChatHandler` from ``ASK_BRIDGE_PLATFORM`` (a chat platform registered
    under the ``ask_bridge.platforms`` entry points: ``slack`` today) and
    ``ASK_BRIDGE_CHANNEL`` (see :func:`chat_route_from_env`);
 2. otherwise, if the client supports form elicitation, its own user, through one form for the
@@ -40,10 +40,10 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS, is_version_at_least
 from pydantic import ValidationError
 
-from bridge.ask import Destination
 from bridge.errors import ToolRejected
 from bridge.models import Answer, Question, QuestionSet
 from bridge.platform import Platform, PlatformUnavailable, resolve_platform
+from bridge.record import Destination
 from bridge.result import HANDLER_FAILED, ToolOutcome
 from bridge.store.base import Store
 from bridge.tool import AskUserCallback, AskUserTool, tool_ask_user, tools_interactive
@@ -407,7 +407,7 @@ def chat_route_from_env(
             f"{PLATFORM_ENV}={name} needs {CHANNEL_ENV}: the id of the channel to post to"
         )
     platform = resolve_platform(name)
-    from bridge.handler import ChatHandler
+    from bridge.asking import ChatHandler
     from bridge.runtime import Runtime
 
     runtime = runtime or Runtime()

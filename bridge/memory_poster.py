@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from bridge.ask import AskRecord, MessageRef
 from bridge.poster import Poster
+from bridge.record import AskRecord, MessageRef
 
 
 class MemoryPoster(Poster):

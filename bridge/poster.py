@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from bridge.ask import AskRecord, MessageRef
+from bridge.record import AskRecord, MessageRef
 
 
 class Poster(ABC):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 
-from bridge.ask import AskRecord
 from bridge.poster import Poster
+from bridge.record import AskRecord
 from bridge.store.base import Store
 
 log = logging.getLogger(__name__)

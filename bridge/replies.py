@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bridge.ask import AskRecord, AskStatus
+from bridge.record import AskRecord, AskStatus
 
 MAX_ANSWERERS_SHOWN = 10
 """Answerers named on a message or in a refusal; the rest are counted or left out."""

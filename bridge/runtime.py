@@ -30,7 +30,7 @@ from functools import cached_property
 from typing import Any, Literal, NoReturn, TypeVar
 
 from bridge.aio import stop
-from bridge.handler import AskPolicy
+from bridge.asking import AskPolicy
 from bridge.http_server import HttpServer
 from bridge.platform import Platform, PlatformUnavailable, Receiver, check_standalone
 from bridge.settings import EngineSettings, open_store

@@ -16,8 +16,8 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
-from bridge.ask import AskRecord
 from bridge.poster import Poster
+from bridge.record import AskRecord
 from bridge.rendering import show_final
 from bridge.store.base import Store
 

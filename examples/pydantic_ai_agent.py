@@ -16,11 +16,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from bridge import tools_interactive
-from bridge.ask import Destination, Responder
+from bridge.asking import AskPolicy, ChatHandler
 from bridge.frameworks.pydantic_ai import ask_user_tool, deferred_tool_results
-from bridge.handler import AskPolicy, ChatHandler
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
+from bridge.record import Destination, Responder
 from bridge.store.memory import MemoryStore
 
 

@@ -24,8 +24,8 @@ from redis_server import (
     redis_server,
 )
 
-from bridge.ask import AskRecord, Destination
 from bridge.models import Option, Question, QuestionSet
+from bridge.record import AskRecord, Destination
 from bridge.store.base import Store
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore

@@ -28,9 +28,9 @@ from bridge.answering import (
     check_picks,
     one_click,
 )
-from bridge.ask import AskRecord, AskStatus
 from bridge.memory_poster import MemoryPoster
 from bridge.models import QuestionSet
+from bridge.record import AskRecord, AskStatus
 from bridge.replies import Replies
 from bridge.store.base import Store
 from bridge.store.redis import RedisStore

@@ -11,9 +11,9 @@ import pytest
 from engine_fixtures import new_record
 from redis_server import RedisServer
 
-from bridge.ask import AskStatus, Responder, new_ask_id
 from bridge.cli import main
 from bridge.models import Answer
+from bridge.record import AskStatus, Responder, new_ask_id
 from bridge.store.redis import RedisStore
 
 

@@ -19,10 +19,10 @@ from engine_fixtures import StoreFactory, new_record, questions
 from redis.asyncio import Redis
 from redis_server import RedisServer, redis_server
 
-from bridge.ask import AskRecord, AskStatus, Destination, Responder
-from bridge.handler import ChatHandler
+from bridge.asking import ChatHandler
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
+from bridge.record import AskRecord, AskStatus, Destination, Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 

@@ -11,13 +11,13 @@ from engine_fixtures import StoreFactory, new_record, questions
 from redis.asyncio import Redis
 from redis_server import RedisServer
 
-from bridge.ask import AskRecord, AskStatus, Destination, MessageRef, Responder
+from bridge.asking import AskPolicy, ChatHandler
 from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed, ToolRejected
 from bridge.feed import render_delivery
-from bridge.handler import AskPolicy, ChatHandler
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
+from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.store.base import Delivery, Store, SubmitOutcome
 from bridge.store.redis import RedisStore
 from bridge.sweeper import Sweeper
@@ -348,7 +348,7 @@ async def test_a_store_that_lost_the_ask_is_named_and_the_message_ended(
         assert "appendonly" in raised.value.message
         (shown,) = poster.updated(posted.id)
         assert shown.status is AskStatus.CANCELLED and shown.message is not None
-        logged = [r.getMessage() for r in caplog.records if r.name == "bridge.handler"]
+        logged = [r.getMessage() for r in caplog.records if r.name == "bridge.asking"]
         assert any("lost its data" in line and posted.id in line for line in logged)
     finally:
         await raw.aclose()

@@ -31,10 +31,10 @@ from samples import DATABASE_QUESTION, run_example_offline
 from samples import answer_postgres as answer
 
 from bridge import Answer, AskUserDeferred, Question, QuestionSet, tools_interactive
-from bridge.ask import AskRecord, AskStatus, Destination
 from bridge.feed import render_delivery
 from bridge.frameworks.openai_agents import DEFERRED_KEY, ask_user_tool
 from bridge.frameworks.providers import strict_parameters
+from bridge.record import AskRecord, AskStatus, Destination
 
 OFFLINE = RunConfig(tracing_disabled=True)
 

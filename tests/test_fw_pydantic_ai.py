@@ -29,10 +29,10 @@ from samples import EXAMPLES
 from samples import answer_postgres as answer
 
 from bridge import Answer, AskUserDeferred, Question, QuestionSet, tools_interactive
-from bridge.ask import AskRecord, AskStatus, Destination, Responder
+from bridge.asking import AskPolicy, ChatHandler
 from bridge.frameworks.pydantic_ai import ask_ids, ask_user_tool, deferred_tool_results
-from bridge.handler import AskPolicy, ChatHandler
 from bridge.memory_poster import MemoryPoster
+from bridge.record import AskRecord, AskStatus, Destination, Responder
 from bridge.store.base import Delivery
 from bridge.store.memory import MemoryStore
 

@@ -16,12 +16,12 @@ from mcp_fixtures import answers_of, http_server, text_of
 from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
 from bridge import Answer
-from bridge.ask import AskStatus, Destination, Responder
+from bridge.asking import AskPolicy, ChatHandler
 from bridge.feed import render_delivery
-from bridge.handler import AskPolicy, ChatHandler
 from bridge.mcp_server import ChatRoute, chat_route_from_env
 from bridge.memory_poster import MemoryPoster
 from bridge.platform import Platform
+from bridge.record import AskStatus, Destination, Responder
 from bridge.store.memory import MemoryStore
 
 TEAMMATE = Responder(user_id="U42", name="Ada")

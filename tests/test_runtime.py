@@ -16,9 +16,8 @@ import pytest
 from aiohttp import web
 from engine_fixtures import new_record
 
-from bridge.ask import AskRecord, AskStatus, Destination, MessageRef
+from bridge.asking import ChatHandler
 from bridge.errors import NotAnswered
-from bridge.handler import ChatHandler
 from bridge.http_server import CannotListen
 from bridge.memory_poster import MemoryPoster
 from bridge.platform import (
@@ -28,6 +27,7 @@ from bridge.platform import (
     Receiver,
     configured_platforms,
 )
+from bridge.record import AskRecord, AskStatus, Destination, MessageRef
 from bridge.runtime import Runtime, chat_policy, serving, stop_on_signals
 from bridge.settings import EngineSettings
 from bridge.store.base import Store

@@ -18,9 +18,9 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
-from bridge.ask import AskStatus, MessageRef, Responder
 from bridge.feed import render_delivery
 from bridge.models import Answer
+from bridge.record import AskStatus, MessageRef, Responder
 from bridge.store.base import Delivery, DuplicateAsk, Store, StoreUnavailable, SubmitOutcome
 from bridge.store.redis import RedisStore
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from engine_fixtures import new_record
 from redis_server import parse_reply, redis_cli, redis_sentinel, wait_until
 
-from bridge.ask import AskStatus, Responder
 from bridge.models import Answer
+from bridge.record import AskStatus, Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 

@@ -10,9 +10,9 @@ import time
 from engine_fixtures import StoreFactory, new_record
 
 from bridge.answering import Answering, Caller, Outcome
-from bridge.ask import AskStatus, MessageRef, Responder
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
+from bridge.record import AskStatus, MessageRef, Responder
 from bridge.replies import Replies
 from bridge.store.base import SubmitOutcome
 from bridge.sweeper import Sweeper

@@ -19,9 +19,9 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bridge.ask import Destination
 from bridge.errors import InvalidQuestions, NotAnswered, ToolRejected
 from bridge.platform import PlatformUnavailable
+from bridge.record import Destination
 
 if TYPE_CHECKING:
     from bridge.result import ToolOutcome
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
-    from bridge.handler import ChatHandler
+    from bridge.asking import ChatHandler
     from bridge.platform import resolve_platform
     from bridge.runtime import Runtime, stop_on_signals
     from bridge.tool import tools_interactive

@@ -82,7 +82,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _cancel(args: argparse.Namespace) -> int:
     async def go(store: Any, args: argparse.Namespace) -> int:
-        from bridge.ask import AskStatus
+        from bridge.record import AskStatus
 
         # close() also returns an ask cancelled before (so a retry can re-render it): ask first
         rec = await store.get(args.ask_id)

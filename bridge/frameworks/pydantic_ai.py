@@ -25,9 +25,9 @@ from typing import Any
 from pydantic_ai import CallDeferred, DeferredToolRequests, DeferredToolResults, ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
 
-from bridge.ask import AskRecord, AskStatus
 from bridge.errors import ToolRejected
 from bridge.feed import render_delivery
+from bridge.record import AskRecord, AskStatus
 from bridge.result import HANDLER_FAILED
 from bridge.store.base import Delivery
 from bridge.tool import AskUserTool, tool_ask_user

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
+from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 
 DEFAULT_RETENTION = 30 * 86400.0
 """Seconds a finished ask (record, audit trail, feed entry) is kept."""

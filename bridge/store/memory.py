@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
+from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.store.base import (
     DEFAULT_LEASE_TTL,
     DEFAULT_NOISE_CAP,

@@ -62,8 +62,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bridge.aio import stop
-from bridge.ask import AskRecord, AskStatus, MessageRef, Responder
 from bridge.models import Answer
+from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.store import redis_codec as codec
 from bridge.store.base import (
     DEFAULT_LEASE_TTL,

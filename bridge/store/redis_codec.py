@@ -1,4 +1,4 @@
-"""The record hash of :mod:`bridge.store.keys` <-> :class:`~bridge.ask.AskRecord`.
+"""The record hash of :mod:`bridge.store.keys` <-> :class:`~bridge.record.AskRecord`.
 
 Fields fixed at creation travel as one JSON ``body``; the fields that change (status, message,
 answer, closing) are separate hash fields, so ``ask.lua`` can set each without re-encoding JSON.
@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.ask import AskRecord
+from bridge.record import AskRecord
 from bridge.store.base import creation_text
 from bridge.store.keys import Fields
 

@@ -35,7 +35,7 @@ from discord.utils import MISSING
 
 from bridge import routing
 from bridge.answering import Answering, Caller, Outcome, Picks, Verdict
-from bridge.ask import AskRecord
+from bridge.record import AskRecord
 from bridge.replies import BAD_CONTROL, GONE
 from platforms.discord import ids
 from platforms.discord.render import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import discord
 
-from bridge.ask import AskRecord, MessageRef
 from bridge.poster import Poster
+from bridge.record import AskRecord, MessageRef
 from platforms.discord.client import RestClient
 from platforms.discord.render import render_message
 

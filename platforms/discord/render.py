@@ -39,8 +39,8 @@ from discord import ui
 
 from bridge import routing
 from bridge.answering import MAX_TYPED, one_click
-from bridge.ask import AskRecord, AskStatus
 from bridge.models import Answer, Question
+from bridge.record import AskRecord, AskStatus
 from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
 from platforms.discord import ids
 from platforms.discord.text import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.ask import AskRecord, MessageRef
 from bridge.poster import Poster
+from bridge.record import AskRecord, MessageRef
 from platforms.slack.render import render_message
 
 PLATFORM = "slack"

@@ -37,8 +37,8 @@ from slack_sdk.models.views import View
 
 from bridge import routing
 from bridge.answering import MAX_TYPED, one_click
-from bridge.ask import AskRecord, AskStatus
 from bridge.models import Answer, Question
+from bridge.record import AskRecord, AskStatus
 from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
 from platforms.slack import ids
 from platforms.slack.text import ELLIPSIS, fit, mention, one_line

@@ -16,8 +16,8 @@ from fake_discord import CHANNEL, TOKEN, FakeDiscord
 from redis_server import RedisServer, redis_server
 
 from bridge.aio import stop
-from bridge.ask import AskRecord, Destination
 from bridge.models import QuestionSet
+from bridge.record import AskRecord, Destination
 from bridge.store.base import Store
 from bridge.store.redis import RedisStore
 from platforms.discord import DiscordPlatform, DiscordReceiver

@@ -11,7 +11,7 @@ from conftest import ALICE, BOB, CAROL, REVIEWERS, Bot, q, settings_for, start_b
 from fake_discord import CHANNEL, THREAD, FakeDiscord, Interaction, dm_channel
 from redis_server import free_port
 
-from bridge.ask import AskRecord, AskStatus, Destination
+from bridge.record import AskRecord, AskStatus, Destination
 from bridge.replies import BAD_CONTROL, RECORDED, TRY_AGAIN
 from bridge.store.redis import RedisStore
 

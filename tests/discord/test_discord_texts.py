@@ -9,8 +9,8 @@ import pytest
 from conftest import ALICE, BOB, REVIEWERS, Bot
 from fake_discord import FakeDiscord
 
-from bridge.ask import AskStatus
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT
+from bridge.record import AskStatus
 
 INJECTION = f"@everyone @here <@{ALICE}> <@&{REVIEWERS}> <@!{ALICE}>"
 

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from bridge import routing
-from bridge.ask import AskRecord, AskStatus, Destination, Responder
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
 from bridge.platform import PlatformUnavailable, configured_platforms, resolve_platform
+from bridge.record import AskRecord, AskStatus, Destination, Responder
 from platforms.discord import DiscordPlatform, ids
 from platforms.discord.render import EMBEDS_BUDGET, embeds_cost, render_message
 from platforms.discord.settings import DEFAULT_API_URL, DiscordSettings, load_settings

@@ -16,9 +16,9 @@ from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import SIGNING_SECRET, form_body, signed
 from redis_server import RedisServer, redis_server
 
-from bridge.ask import AskRecord, Destination
 from bridge.http_server import HttpServer
 from bridge.models import QuestionSet
+from bridge.record import AskRecord, Destination
 from bridge.store.redis import RedisStore
 from platforms.slack.app import Interactions, build_app
 from platforms.slack.client import make_client

@@ -28,8 +28,8 @@ from payloads import (
 from procs import Agent, Serve, cli_env
 from redis_server import RedisServer
 
-from bridge.ask import AskStatus
 from bridge.feed import render_delivery
+from bridge.record import AskStatus
 from bridge.store.base import Delivery
 from bridge.store.redis import RedisStore
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import Bolt, q
 from payloads import SIGNING_SECRET, block_actions, form_body, signed, view_submission
 
-from bridge.ask import AskStatus
+from bridge.record import AskStatus
 
 GARBAGE: list[bytes] = [
     b"payload=notjson",

@@ -29,9 +29,9 @@ from redis_server import redis_server
 from slack_sdk.errors import SlackApiError
 
 from bridge import replies
-from bridge.ask import AskStatus, Responder
 from bridge.http_server import HttpServer
 from bridge.models import Answer
+from bridge.record import AskStatus, Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 from platforms.slack.app import build_app
@@ -496,7 +496,7 @@ async def test_rate_limited_post_is_retried_and_posted_once(bolt: Bolt) -> None:
 
 
 def _responder(user_id: str) -> Any:
-    from bridge.ask import Responder
+    from bridge.record import Responder
 
     return Responder(user_id=user_id)
 
@@ -511,8 +511,8 @@ def _answers(record: Any) -> list[Any]:
 
 
 async def test_direct_message_destination_posts_to_the_user(bolt: Bolt) -> None:
-    from bridge.ask import AskRecord, Destination
     from bridge.models import QuestionSet
+    from bridge.record import AskRecord, Destination
 
     record = AskRecord(
         questions=QuestionSet.model_validate({"questions": [DEPLOY]}),

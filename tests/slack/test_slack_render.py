@@ -16,8 +16,8 @@ from samples import one_question_set
 
 from bridge import routing
 from bridge.answering import MAX_TYPED
-from bridge.ask import AskRecord, AskStatus, Destination, Responder
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
+from bridge.record import AskRecord, AskStatus, Destination, Responder
 from platforms.slack import ids
 from platforms.slack.render import (
     BLOCKS_BUDGET,

@@ -118,8 +118,8 @@ async def test_modal_errors_travel_back_in_the_socket_ack(
     platform = SlackPlatform(settings)
     store = MemoryStore()
     async with serving([platform], store):
-        from bridge.ask import AskRecord, Destination
         from bridge.models import QuestionSet
+        from bridge.record import AskRecord, Destination
 
         record = AskRecord(
             questions=QuestionSet.model_validate(

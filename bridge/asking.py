@@ -33,11 +33,11 @@ from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.ask import AskRecord, AskStatus, Destination, MessageRef
 from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed
 from bridge.models import Answer, Question, QuestionSet
 from bridge.poster import Poster
+from bridge.record import AskRecord, AskStatus, Destination, MessageRef
 from bridge.rendering import show_final
 from bridge.store.base import Store
 
