@@ -50,8 +50,9 @@ class DiscordPlatform:
         return RestClient(self.settings)
 
     def configured(self) -> bool:
-        """``DISCORD_TOKEN`` is set: ``ask-bridge serve`` serves Discord."""
-        token = self.settings.token
+        """``DISCORD_TOKEN`` is set now (read afresh, not from the settings cached for posting):
+        ``ask-bridge serve`` serves Discord."""
+        token = (self._settings or load_settings()).token
         return token is not None and bool(token.get_secret_value().strip())
 
     def poster(self) -> DiscordPoster:

@@ -55,8 +55,8 @@ class SlackPlatform:
 
     def configured(self) -> bool:
         """``SLACK_BOT_TOKEN`` is set (environment or ``.env``): ``ask-bridge serve`` serves
-        Slack."""
-        token = self.settings.bot_token
+        Slack. Read afresh, not from the settings cached for posting."""
+        token = (self._settings or load_settings()).bot_token
         return token is not None and bool(token.get_secret_value().strip())
 
     def receiver(self, store: Store) -> SlackReceiver:
