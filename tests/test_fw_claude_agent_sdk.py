@@ -22,7 +22,7 @@ from claude_agent_sdk import (
 from bridge import Answer, AskUserDeferred, Question, tools_interactive
 from bridge.frameworks.claude_agent_sdk import can_use_tool
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude_agent_sdk.py"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude_agent_permissions.py"
 CTX = ToolPermissionContext(tool_use_id="toolu_01")
 
 INPUT: dict[str, Any] = {

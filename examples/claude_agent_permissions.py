@@ -5,8 +5,10 @@
 "Allow" / "Deny" for every other tool Claude wants to run (pass ``fallback=`` to decide those
 yourself). The stand-in below picks each first option, so it also allows every tool.
 
-``python examples/claude_agent_sdk.py`` runs a live query (needs the Claude Code CLI and an API
-key); ``demo()`` shows the same callback answering one AskUserQuestion call offline.
+``python examples/claude_agent_permissions.py`` runs a live query (needs the Claude Code CLI and an
+API key); ``python examples/claude_agent_permissions.py --offline`` runs ``demo()``: the same
+callback answering one AskUserQuestion call, printed as JSON. (The file is not named
+``claude_agent_sdk.py``: run as a script, that name would shadow the package it imports.)
 """
 
 from __future__ import annotations
@@ -63,5 +65,10 @@ async def main() -> None:
 
 if __name__ == "__main__":
     import asyncio
+    import json
+    import sys
 
-    asyncio.run(main())
+    if "--offline" in sys.argv[1:]:
+        print(json.dumps(asyncio.run(demo())))
+    else:
+        asyncio.run(main())
