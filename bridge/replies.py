@@ -32,6 +32,13 @@ TOO_LONG = "Your answer is too long: keep it under {limit} characters."
 BAD_CONTROL = "That control does not belong to this question; reopen the question."
 
 
+def asker(record: AskRecord) -> str:
+    """Who asks, as the message names them: the context's ``asker`` or ``agent``, on one line
+    (raw: each platform fits and escapes it)."""
+    name = record.context.get("asker") or record.context.get("agent") or "An agent"
+    return " ".join(str(name).split())
+
+
 @dataclass(frozen=True)
 class Replies:
     """Refusal and outcome texts, with the platform's way of mentioning an answerer."""

@@ -85,3 +85,20 @@ def look(text: str) -> str:
     """What ``text`` looks like, as a key: two texts with the same key cannot be told apart by a
     reader (:func:`visible`, then every run of whitespace as one space, none at the ends)."""
     return " ".join(visible(text).split())
+
+
+ELLIPSIS = "…"
+"""How every platform shows that a text was cut."""
+BLANK = "(blank)"
+"""Shown for a text with nothing visible (platforms refuse empty labels)."""
+
+
+def shown(text: str) -> str:
+    """What a platform shows of ``text``: :func:`visible`, and never empty."""
+    cleaned = visible(text)
+    return cleaned if cleaned.strip() else BLANK
+
+
+def one_line(text: str) -> str:
+    """Newlines collapsed to spaces, for places that show one line (buttons, labels, headers)."""
+    return " ".join(text.split())

@@ -37,18 +37,18 @@ from dataclasses import dataclass
 import discord
 from discord import ui
 
-from bridge import routing
+from bridge import replies, routing
 from bridge.answering import MAX_TYPED, one_click
 from bridge.models import Answer, Question
 from bridge.record import AskRecord, AskStatus
 from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
+from bridge.text import one_line
 from platforms.discord import ids
 from platforms.discord.text import (
     NO_MENTIONS,
     answerer_mentions,
     fit,
     mention,
-    one_line,
     units,
 )
 
@@ -111,8 +111,7 @@ def embeds_cost(embeds: list[discord.Embed]) -> int:
 
 
 def asker(record: AskRecord) -> str:
-    name = record.context.get("asker") or record.context.get("agent") or "An agent"
-    return fit(one_line(str(name)), 80)
+    return fit(replies.asker(record), 80)
 
 
 def render_message(record: AskRecord) -> Message:

@@ -19,10 +19,8 @@ from collections.abc import Sequence
 
 import discord
 
-from bridge.text import visible
+from bridge.text import ELLIPSIS, one_line, shown
 
-ELLIPSIS = "…"
-BLANK = "(blank)"
 NO_MENTIONS = discord.AllowedMentions.none()
 ROLE_PREFIX = "role:"
 
@@ -35,17 +33,6 @@ def units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def clean(text: str) -> str:
-    """Only what shows; never empty (Discord refuses empty labels)."""
-    cleaned = visible(text)
-    return cleaned if cleaned.strip() else BLANK
-
-
-def one_line(text: str) -> str:
-    """Newlines collapsed to spaces, for places that show one line (buttons, labels, titles)."""
-    return " ".join(text.split())
-
-
 def _escape(char: str) -> str:
     return "\\" + char if char in _MARKDOWN else char
 
@@ -53,7 +40,7 @@ def _escape(char: str) -> str:
 def fit(text: str, limit: int, *, markdown: bool = False) -> str:
     """``text`` cleaned (and escaped when ``markdown``) within ``limit`` UTF-16 units, cut with
     ``…`` if it had to be."""
-    cleaned = clean(text)
+    cleaned = shown(text)
     pieces = [_escape(c) for c in cleaned] if markdown else list(cleaned)
     whole = "".join(pieces)
     if units(whole) <= limit:

@@ -35,13 +35,14 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from bridge import routing
+from bridge import replies, routing
 from bridge.answering import MAX_TYPED, one_click
 from bridge.models import Answer, Question
 from bridge.record import AskRecord, AskStatus
 from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
+from bridge.text import ELLIPSIS, one_line
 from platforms.slack import ids
-from platforms.slack.text import ELLIPSIS, fit, mention, one_line
+from platforms.slack.text import fit, mention
 
 BLOCKS_BUDGET = 12_000
 """Upper bound for a message's block JSON (UTF-16 units); Slack rejects about 13.2k."""
@@ -83,8 +84,7 @@ def blocks_cost(blocks: Sequence[Block]) -> int:
 
 
 def asker(record: AskRecord) -> str:
-    name = record.context.get("asker") or record.context.get("agent") or "An agent"
-    return fit(one_line(str(name)), 80)
+    return fit(replies.asker(record), 80)
 
 
 def render_message(record: AskRecord) -> Message:

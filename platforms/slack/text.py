@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from bridge.text import visible
-
-ELLIPSIS = "…"
-BLANK = "(blank)"
+from bridge.text import ELLIPSIS, shown
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,30}$")
 _GROUP_ID = re.compile(r"^S[A-Z0-9]{2,30}$")
@@ -27,14 +24,6 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def clean(text: str) -> str:
-    """Only what shows (:func:`bridge.text.visible`: no controls, bidi overrides, zero-width or
-    other invisible characters, keeping newlines and tabs), so nothing invisible or unencodable
-    reaches Slack; never empty, as Slack refuses empty texts."""
-    cleaned = visible(text)
-    return cleaned if cleaned.strip() else BLANK
-
-
 def cost(text: str) -> int:
     """What ``text`` (already escaped) adds to the block JSON, in UTF-16 code units."""
     return len(json.dumps(text, ensure_ascii=False).encode("utf-16-le")) // 2 - 2
@@ -42,7 +31,7 @@ def cost(text: str) -> int:
 
 def fit(text: str, limit: int) -> str:
     """Escaped ``text`` whose :func:`cost` is at most ``limit``, cut with ``…`` if it had to be."""
-    cleaned = clean(text)
+    cleaned = shown(text)
     safe = escape(cleaned)
     if cost(safe) <= limit:
         return safe
@@ -56,11 +45,6 @@ def fit(text: str, limit: int) -> str:
         kept.append(piece)
         budget -= step
     return "".join(kept).rstrip() + ELLIPSIS
-
-
-def one_line(text: str) -> str:
-    """Newlines collapsed to spaces, for places (buttons, options, headers) that show one line."""
-    return " ".join(text.split())
 
 
 def mention(slack_id: str) -> str:

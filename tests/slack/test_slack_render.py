@@ -27,7 +27,8 @@ from platforms.slack.render import (
     other_view,
     render_message,
 )
-from platforms.slack.text import ELLIPSIS, cost, escape, fit, mention
+from bridge.text import ELLIPSIS
+from platforms.slack.text import cost, escape, fit, mention
 
 NASTY = '&<>"\\\n\t @!|*_~`😀\u0000\u202e\u2028x'
 OWN_MENTIONS = re.compile(r"<@[UW][A-Z0-9]+>|<!subteam\^S[A-Z0-9]+>")
