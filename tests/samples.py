@@ -119,3 +119,13 @@ def run_example_offline(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
     return capsys.readouterr().out.strip()
+
+
+def q(text: str, header: str, labels: list[str], *, multi: bool = False) -> dict[str, Any]:
+    """One question as the model sends it; each option described as "<label> description"."""
+    return {
+        "question": text,
+        "header": header,
+        "multiSelect": multi,
+        "options": [{"label": lab, "description": f"{lab} description"} for lab in labels],
+    }

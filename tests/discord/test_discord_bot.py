@@ -7,9 +7,10 @@ from typing import Any
 
 import discord
 import pytest
-from conftest import ALICE, BOB, CAROL, REVIEWERS, Bot, q, settings_for, start_bot
+from discord_harness import ALICE, BOB, CAROL, REVIEWERS, Bot, settings_for, start_bot
 from fake_discord import CHANNEL, THREAD, FakeDiscord, Interaction, dm_channel
 from redis_server import free_port
+from samples import q
 
 from bridge.record import AskRecord, AskStatus, Destination
 from bridge.replies import BAD_CONTROL, RECORDED, TRY_AGAIN

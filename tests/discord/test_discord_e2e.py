@@ -12,16 +12,18 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from conftest import ALICE, BOB, q
-from discord_procs import Agent, Bot, discord_env
+from discord_harness import ALICE, BOB
+from discord_procs import discord_bot, discord_env
 from fake_discord import CHANNEL, MISSING_CHANNEL, FakeDiscord, Interaction, dm_channel
+from procs import Agent, Serve
 from redis_server import RedisServer
+from samples import q
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 class World:
-    def __init__(self, fake: FakeDiscord, env: dict[str, str], bot: Bot) -> None:
+    def __init__(self, fake: FakeDiscord, env: dict[str, str], bot: Serve) -> None:
         self.fake, self.env, self.bot = fake, env, bot
 
     async def ask(self, questions: list[dict[str, Any]], *args: str) -> tuple[Agent, str]:
@@ -30,7 +32,17 @@ class World:
         marker = uuid.uuid4().hex[:8]
         text = json.dumps({"questions": questions}).replace("{m}", marker)
         agent = await Agent.start(
-            self.env, text, "--channel", CHANNEL, "--wait", "60", "--asker", "e2e", *args
+            self.env,
+            text,
+            "--platform",
+            "discord",
+            "--channel",
+            CHANNEL,
+            "--wait",
+            "60",
+            "--asker",
+            "e2e",
+            *args,
         )
         return agent, marker
 
@@ -41,7 +53,7 @@ async def world(redis_srv: RedisServer) -> AsyncIterator[World]:
     env = discord_env(
         fake, REDIS_URL=redis_srv.url, ASK_BRIDGE_KEY_PREFIX=f"e2e{uuid.uuid4().hex[:6]}"
     )
-    bot = await Bot(env).start()
+    bot = await discord_bot(env).start()
     yield World(fake, env, bot)
     await bot.stop()
     await fake.stop()
@@ -163,7 +175,7 @@ async def test_a_full_bot_restart_between_post_and_click(world: World) -> None:
 
 
 async def test_two_bots_sharing_one_redis_race_on_one_ask(world: World) -> None:
-    other = await Bot(world.env).start()
+    other = await discord_bot(world.env).start()
     try:
         sessions = await world.fake.wait_sessions(2)
         agent, marker = await world.ask([q("Race {m}?", "Race", ["Yes", "No"])])
@@ -185,8 +197,9 @@ async def test_two_bots_sharing_one_redis_race_on_one_ask(world: World) -> None:
 
 
 async def test_a_post_discord_refuses_exits_1_with_its_error(world: World) -> None:
+    lost = json.dumps([q("Lost?", "Lost", ["Yes", "No"])])
     agent = await Agent.start(
-        world.env, json.dumps([q("Lost?", "Lost", ["Yes", "No"])]), "--channel", MISSING_CHANNEL
+        world.env, lost, "--platform", "discord", "--channel", MISSING_CHANNEL
     )
     code, out, err = await agent.result()
     assert code == 1 and out == ""
@@ -197,7 +210,9 @@ async def test_standalone_ask_receives_its_own_clicks_in_a_dm(redis_srv: RedisSe
     fake = await FakeDiscord(users={ALICE: "alice"}).start()
     try:
         text = json.dumps([q("Alone?", "Alone", ["Yes", "No"])])
-        agent = await Agent.start(discord_env(fake), text, "--user", ALICE, "--wait", "60")
+        agent = await Agent.start(
+            discord_env(fake), text, "--platform", "discord", "--user", ALICE, "--wait", "60"
+        )
         message = await fake.posted("Alone?")
         assert message["channel_id"] == dm_channel(ALICE)
         click = await fake.click(ALICE, message, button(message, "No"))

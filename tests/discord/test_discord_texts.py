@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ALICE, BOB, REVIEWERS, Bot
+from discord_harness import ALICE, BOB, REVIEWERS, Bot
 from fake_discord import FakeDiscord
 
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT

@@ -13,7 +13,6 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-from conftest import q
 from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import (
     SIGNING_SECRET,
@@ -27,6 +26,7 @@ from payloads import (
 )
 from procs import Agent, Serve, cli_env
 from redis_server import RedisServer
+from samples import q
 
 from bridge.feed import render_delivery
 from bridge.record import AskStatus

@@ -15,8 +15,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from conftest import Bolt, q
 from payloads import SIGNING_SECRET, block_actions, form_body, signed, view_submission
+from samples import q
+from slack_harness import Bolt
 
 from bridge.record import AskStatus
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from conftest import CHANNEL, Bolt, q
 from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import (
     SIGNING_SECRET,
@@ -26,6 +25,8 @@ from payloads import (
     view_submission,
 )
 from redis_server import redis_server
+from samples import q
+from slack_harness import CHANNEL, Bolt
 from slack_sdk.errors import SlackApiError
 
 from bridge import replies

@@ -18,6 +18,7 @@ from bridge import routing
 from bridge.answering import MAX_TYPED
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination, Responder
+from bridge.text import ELLIPSIS
 from platforms.slack import ids
 from platforms.slack.render import (
     BLOCKS_BUDGET,
@@ -27,7 +28,6 @@ from platforms.slack.render import (
     other_view,
     render_message,
 )
-from bridge.text import ELLIPSIS
 from platforms.slack.text import cost, escape, fit, mention
 
 NASTY = '&<>"\\\n\t @!|*_~`😀\u0000\u202e\u2028x'

@@ -11,12 +11,12 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from conftest import q
 from fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 from fake_socket import FakeSocketMode
 from mcp import Client, StdioServerParameters
 from payloads import block_actions, find_action, form_values, radio, view_submission
 from procs import Agent, Serve, cli_env
+from samples import q
 
 from bridge import replies
 from bridge.cli import main

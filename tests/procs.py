@@ -1,4 +1,8 @@
-"""The CLI as separate OS processes: ``serve`` replicas and ``ask`` agents, with their output."""
+"""The CLI as separate OS processes: ``serve`` replicas and ``ask`` agents, with their output.
+
+Shared by the Slack and Discord suites and benches; a process sees none of the settings this
+one inherited (``SLACK_``, ``DISCORD_``, ``REDIS_``, ``ASK_BRIDGE_``), only those it is given.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +15,19 @@ from dataclasses import dataclass, field
 
 from redis_server import free_port
 
+INHERITED = ("SLACK_", "DISCORD_", "REDIS_", "ASK_BRIDGE_")
+
 
 def cli_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "REDIS_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED)}
     env.update(extra)
     return env
 
 
 @dataclass
 class Serve:
-    """One ``ask-bridge serve`` replica on its own loopback port (HTTP mode), with extra
-    command-line ``args``; ``returncode`` is set once stopped."""
+    """One ``ask-bridge serve`` replica on its own loopback port (its HTTP server, if it serves
+    any HTTP route), with extra command-line ``args``; ``returncode`` is set once stopped."""
 
     env: dict[str, str]
     args: tuple[str, ...] = ()
@@ -48,7 +54,7 @@ class Serve:
                 if not line:
                     raise RuntimeError("serve exited before it was ready:\n" + "".join(self.log))
                 self.log.append(line)
-                if "ready" in line:
+                if "ready (" in line:
                     break
         self._drain = asyncio.create_task(self._read_rest())
         return self

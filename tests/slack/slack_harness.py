@@ -1,0 +1,67 @@
+"""The Slack suite's harness: the Bolt app served over real HTTP, and how a test asks through it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from fake_slack import FakeSlack
+from payloads import SIGNING_SECRET, form_body, signed
+
+from bridge.http_server import HttpServer
+from bridge.models import QuestionSet
+from bridge.record import AskRecord, Destination
+from bridge.store.redis import RedisStore
+from platforms.slack.app import Interactions
+from platforms.slack.http import EVENTS_PATH
+from platforms.slack.poster import SlackPoster
+
+CHANNEL = "C0GENERAL"
+
+
+@dataclass
+class Bolt:
+    """The Bolt app on 127.0.0.1, and a way to send it signed interaction payloads."""
+
+    server: HttpServer
+    session: aiohttp.ClientSession
+    fake: FakeSlack
+    store: RedisStore
+    poster: SlackPoster
+    interactions: Interactions | None = None
+
+    @property
+    def url(self) -> str:
+        return self.server.url(EVENTS_PATH)
+
+    async def send(
+        self, payload: dict[str, Any], *, secret: str = SIGNING_SECRET, at: float | None = None
+    ) -> tuple[int, str]:
+        body = form_body(payload)
+        headers = signed(body, secret=secret, at=at)
+        async with self.session.post(self.url, data=body, headers=headers) as resp:
+            return resp.status, await resp.text()
+
+    async def ask(
+        self,
+        questions: list[dict[str, Any]],
+        *,
+        answerers: tuple[str, ...] = (),
+        context: dict[str, Any] | None = None,
+        expires_in: float = 300.0,
+    ) -> AskRecord:
+        """Create, post and remember an ask the way the chat handler does."""
+        record = AskRecord(
+            questions=QuestionSet.model_validate({"questions": questions}),
+            destination=Destination(platform="slack", channel=CHANNEL),
+            answerers=answerers,
+            context=context or {"asker": "Build bot"},
+            expires_at=time.time() + expires_in,
+        )
+        await self.store.create(record)
+        ref = await self.poster.post(record)
+        posted = await self.store.set_message(record.id, ref)
+        assert posted is not None
+        return posted
