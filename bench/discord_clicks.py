@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests" / "discord"), str(ROOT / "tests"), str(ROOT / "bench")]
 
-from discord_procs import Bot, discord_env  # noqa: E402
+from discord_procs import discord_bot, discord_env  # noqa: E402
 from engine_common import pct, server_url  # noqa: E402
 from fake_discord import CHANNEL, TOKEN, FakeDiscord, Interaction  # noqa: E402
 from samples import one_question_set  # noqa: E402
@@ -124,7 +124,9 @@ async def run(n: int) -> None:
     with server_url() as url:
         fake = await FakeDiscord(users={USER: "bench"}).start()
         prefix = f"bench{uuid.uuid4().hex[:6]}"
-        bot = await Bot(discord_env(fake, REDIS_URL=url, ASK_BRIDGE_KEY_PREFIX=prefix)).start()
+        bot = await discord_bot(
+            discord_env(fake, REDIS_URL=url, ASK_BRIDGE_KEY_PREFIX=prefix)
+        ).start()
         a = RedisStore.from_url(url, prefix=prefix)
         b = RedisStore.from_url(url, prefix=prefix)
         settings = DiscordSettings(token=TOKEN, api_url=fake.url, gateway_url=fake.gateway_url)
