@@ -1,6 +1,13 @@
-"""Redis memory per pending 4-question ask: MEMORY USAGE over its keys, plus its share of the index.
+"""Redis bytes per ask, pending and ended, at realistic and at maximal texts.
 
-Run: ``.venv/bin/python bench/engine_memory.py [N]``.
+Run: ``.venv/bin/python bench/engine_memory.py [N]`` (default 1,000 asks per row). Each row creates
+N 4-question asks, records where they were posted and sums ``MEMORY USAGE`` over every key of each
+ask plus its share of the ``due`` index (pending); then answers each (the waiting call's take and
+confirm included), shows its final state, and measures again (ended, as kept for the retention).
+
+Rows: realistic texts (a sentence per question, a short description per option); every text at the
+contract's maximum length in ASCII; the same in a 3-byte UTF-8 character (``\u20ac``). Baseline in
+the same run: the UTF-8 bytes of the record's JSON, what the texts themselves weigh.
 """
 
 from __future__ import annotations
@@ -8,33 +15,62 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from engine_common import four_questions, record, server_url
+from engine_common import four_questions, maximal_questions, record, server_url
 from redis.asyncio import Redis
 
+from bridge.models import Answer, QuestionSet
+from bridge.record import MessageRef, Responder
 from bridge.store.redis import RedisStore
 
 
-async def run(url: str, n: int) -> None:
-    store = RedisStore.from_url(url, prefix="mem")
+async def usage(raw: Redis, store: RedisStore, ids: list[str]) -> float:
+    total = 0
+    for ask_id in ids:
+        for key in store.keys.ask_keys(ask_id):
+            total += await raw.memory_usage(key, samples=0) or 0
+    index = await raw.memory_usage(store.keys.due, samples=0) or 0
+    return (total + index) / len(ids)
+
+
+async def row(url: str, name: str, qs: QuestionSet, n: int) -> str:
+    prefix = "mem" + name.replace(" ", "")
+    store = RedisStore.from_url(url, prefix=prefix)
     raw = Redis.from_url(url, decode_responses=True)
-    qs = four_questions()
     recs = [record(qs) for _ in range(n)]
     for r in recs:
         await store.create(r)
-    total = 0
+        message = MessageRef(platform="slack", channel="C0123456789", message_id="1700000000.0001")
+        await store.set_message(r.id, message)
+    ids = [r.id for r in recs]
+    pending = await usage(raw, store, ids)
+    who = Responder(user_id="U0123456789", name="Una")
+    answers = [Answer(question=q.question, selected=(q.options[1].label,)) for q in qs.questions]
     for r in recs:
-        for key in store.keys.ask_keys(r.id):
-            total += await raw.memory_usage(key, samples=0) or 0
-    index = await raw.memory_usage(store.keys.due, samples=0) or 0
-    per = (total + index) / n
-    body = len(recs[0].model_dump_json())
-    print(f"pending 4-question asks: {n}; record JSON {body} bytes")
-    print(
-        f"Redis memory per pending ask: {per:.0f} bytes (keys {total / n:.0f} + index "
-        f"{index / n:.0f}; target <= 4096)"
-    )
+        waiting = asyncio.create_task(store.wait(r.id, 10))
+        await asyncio.sleep(0)
+        await store.submit(r.id, who, answers)
+        assert await waiting is not None
+        await store.confirm(r.id)
+        assert await store.claim_render(r.id) is not None
+        await store.mark_rendered(r.id)
+    ended = await usage(raw, store, ids)
+    body = len(recs[0].model_dump_json().encode())
     await raw.aclose()
     await store.aclose()
+    return (
+        f"{name:<22} pending {pending:8,.0f} B   ended {ended:8,.0f} B   (record JSON {body:7,} B)"
+    )
+
+
+async def run(url: str, n: int) -> None:
+    print(f"Redis bytes per 4-question ask (MEMORY USAGE of its keys + index share), {n:,} each")
+    for name, qs in (
+        ("realistic", four_questions()),
+        ("maximal ASCII", maximal_questions("x")),
+        ("maximal 3-byte UTF-8", maximal_questions("\u20ac")),
+    ):
+        print("  " + await row(url, name, qs, n))
+    print("  (target: pending realistic <= 4 KB)")
 
 
 if __name__ == "__main__":

@@ -1,80 +1,167 @@
-"""10,000 concurrent waits in one process: all resolve; Redis connections used; RSS per wait.
+"""Concurrent waiting ``ask_user`` calls in one fresh process: RSS per call, Redis connections,
+and that every call returns its own answer.
 
-Run: ``.venv/bin/python bench/engine_waits.py [N]``. Connections are counted with CLIENT LIST
-while every wait is parked (the counting connection excluded); RSS is read from /proc before and
-after the waits start (the asks' records already created, so only the waits are measured).
+Run: ``.venv/bin/python bench/engine_waits.py [N ...]`` (default 10,000). For each N, and for 1 and
+4 questions per ask, a fresh child process imports the bridge, opens a ``RedisStore``, makes one
+whole warm-up call (so lazy imports, the connections and the scripts are in place), then starts N
+tool calls through ``AskUserTool.ainvoke`` with the model's arguments as decoded JSON -- exactly
+what a framework hands over -- each validated, created, posted (a poster that shows nothing) and
+waiting. RSS is read once every call is waiting *and* the store's status check for every one of
+them has run (counted on the server: INFO commandstats), then again after a collection.
+Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
+ask, and each call must return its own answer.
+
+Baseline in the same child, measured after the calls: RSS per bare asyncio task parked on a
+future (the floor).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import subprocess
 import sys
 import time
 
-from engine_common import four_questions, record, server_url
+from engine_common import NullPoster, command_calls, four_questions, rss, server_url
 from redis.asyncio import Redis
 
+from bridge.asking import AskPolicy, ChatHandler
 from bridge.models import Answer
-from bridge.record import Responder
+from bridge.record import Destination, Responder
 from bridge.store.redis import RedisStore
+from bridge.tool import AskUserTool
 
 
-def rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+def arguments(n_questions: int, i: int) -> object:
+    """The ``questions`` argument as a model sends it (fresh objects per call)."""
+    qs = four_questions().model_dump(mode="json")["questions"][:n_questions]
+    qs[0]["question"] = f"{qs[0]['question']} (call {i})"
+    return json.loads(json.dumps(qs))
 
 
-async def run(url: str, n: int) -> None:
-    store = RedisStore.from_url(url, prefix="waits")
-    qs = four_questions()
-    recs = [record(qs, 1) for _ in range(n)]
-    for i in range(0, n, 500):
-        await asyncio.gather(*(store.create(r) for r in recs[i : i + 500]))
+async def child(url: str, n: int, n_questions: int) -> None:
+    prefix = f"waits{n_questions}x{n}"
+    store = RedisStore.from_url(url, prefix=prefix)
+    poster = NullPoster()
+    handler = ChatHandler(
+        poster, store, Destination(platform="slack", channel="C0123456789"), AskPolicy(wait=600)
+    )
+    tool = AskUserTool(callback=handler)
+    raw = Redis.from_url(url, decode_responses=True)
+
+    poster.queue = asyncio.Queue()
+    warm = asyncio.create_task(tool.ainvoke(arguments(n_questions, -1)))
+    posted = await poster.queue.get()
+    await store.submit(
+        posted.id,
+        Responder(user_id="U1"),
+        [Answer(question=q.question, selected=("Option 0",)) for q in posted.questions.questions],
+    )
+    await warm
+    poster.queue = None
+
+    args = [arguments(n_questions, i) for i in range(n)]
     gc.collect()
+    hgets0 = await command_calls(raw, "hget")
     before = rss()
-    waits = [asyncio.create_task(store.wait(r.id, 120)) for r in recs]
-    while len(store._wakeups._waiters) < n or store._wakeups._checks:  # noqa: ASYNC110 (bench: poll internals)
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.2)
+    calls = [asyncio.create_task(tool.ainvoke(a)) for a in args]
+    del args
+    t0 = time.perf_counter()
+    while poster.posted < n + 1 or await command_calls(raw, "hget") < hgets0 + n:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)  # (polling the server's counters: nothing to await)
+    ready = time.perf_counter() - t0
+    await asyncio.sleep(0.5)
     gc.collect()
     during = rss()
-    raw = Redis.from_url(url, decode_responses=True)
-    conns = len(await raw.client_list()) - 1
-    answering = RedisStore.from_url(url, prefix="waits")
-    t0 = time.perf_counter()
-    for i in range(0, n, 500):
+    clients = await raw.client_list()
+    conns = len(clients) - 1  # minus the counting connection
+    answering = RedisStore.from_url(url, prefix=prefix)
+
+    # answer each ask with an answer naming it; each call must return its own
+    ids = [r for r in await store.list_pending()]
+    t1 = time.perf_counter()
+    for start in range(0, len(ids), 500):
         await asyncio.gather(
             *(
                 answering.submit(
                     r.id,
                     Responder(user_id="U1"),
-                    (
-                        Answer(
-                            question=r.questions.questions[0].question,
-                            selected=(r.id[:0] or "Option 0",),
-                        ),
-                    ),
+                    [
+                        Answer(question=q.question, selected=("Option 1",), other_text=r.id)
+                        for q in r.questions.questions
+                    ],
                 )
-                for r in recs[i : i + 500]
+                for r in ids[start : start + 500]
             )
         )
-    done = await asyncio.gather(*waits)
-    elapsed = time.perf_counter() - t0
-    ok = sum(
-        1 for r, d in zip(recs, done, strict=True) if d is not None and d.id == r.id and d.answers
-    )
+    outcomes = await asyncio.gather(*calls)
+    answered = time.perf_counter() - t1
+    # the floor, measured after the calls (so its freed memory cannot flatter them)
+    gc.collect()
+    floor0 = rss()
+    loop = asyncio.get_running_loop()
+    futs = [loop.create_future() for _ in range(n)]
+    parked = [asyncio.create_task(asyncio.wait_for(f, 600)) for f in futs]
+    await asyncio.sleep(0.1)
+    gc.collect()
+    floor = (rss() - floor0) / n
+    for f in futs:
+        f.set_result(None)
+    await asyncio.gather(*parked)
+    del futs, parked
+
+    mine = {r.id: r.questions.questions[0].question for r in ids}
+    ok = 0
+    for out in outcomes:
+        assert out.answers is not None
+        first = out.answers[0]
+        ok += mine.get(first.other_text or "") == first.question
     print(
-        f"waits: {n} in one process; resolved correctly: {ok}/{n} ({elapsed:.2f} s to answer all)"
+        json.dumps(
+            {
+                "n": n,
+                "questions": n_questions,
+                "rss_per_call": (during - before) / n,
+                "floor_per_task": floor,
+                "connections": conns,
+                "ok": ok,
+                "ready_s": ready,
+                "answer_all_s": answered,
+            }
+        )
     )
-    print(f"Redis connections held by the waiting store: {conns} (target <= 4)")
-    print(f"RSS per wait: {(during - before) / n:.0f} bytes (target <= 10 KB)")
     await raw.aclose()
     await answering.aclose()
     await store.aclose()
 
 
-if __name__ == "__main__":
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        asyncio.run(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+        return
+    sizes = [int(a) for a in sys.argv[1:]] or [10_000]
     with server_url() as url:
-        asyncio.run(run(url, count))
+        for n in sizes:
+            for q in (1, 4):
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child", url, str(n), str(q)],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                r = json.loads(out.strip().splitlines()[-1])
+                print(
+                    f"{r['n']:,} waiting ask_user calls, {r['questions']} question(s), fresh "
+                    f"process: {r['rss_per_call'] / 1024:.1f} KB RSS per call (floor: a bare "
+                    f"parked task {r['floor_per_task'] / 1024:.2f} KB); "
+                    f"{r['connections']} Redis connections; {r['ok']:,}/{r['n']:,} returned "
+                    f"their own answer (all waiting after {r['ready_s']:.1f} s, all answered "
+                    f"in {r['answer_all_s']:.1f} s); target <= 8 KB (4 questions), <= 4 "
+                    "connections"
+                )
+
+
+if __name__ == "__main__":
+    main()
