@@ -8,6 +8,13 @@ question set by index and keeps the full label. Every id fits in :data:`MAX_ID` 
 ``askb:pick:<ask>:<question>:<option>``  one click answers a single-select question
 ``askb:other:<ask>:<question>``          opens the typed-answer form for one question
 ``askb:answer:<ask>``                    opens the form for the whole question set
+``askb:next:<ask>:<choices>``            the next step of a form in several steps
+
+A form that takes several steps (Discord's modals hold five components, so three or four questions
+take two) carries the person's choices so far from one step to the next in the ``next`` id,
+instead of any process or the store keeping them: ``<choices>`` has one character per question, a
+base-32 digit whose bits 0-3 are the chosen option indices and bit 4 a wish to type an answer as
+well. So a step works after a restart and on any replica.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Literal
+
+from bridge.models import MAX_OPTIONS
 
 PREFIX = "askb"
 MAX_ID = 100
@@ -58,14 +67,52 @@ def is_ours(control_id: str) -> bool:
     return control_id.startswith(f"{PREFIX}:")
 
 
-def parse(control_id: str) -> Route | None:
-    """The route ``control_id`` encodes; ``None`` if it is not one of ours.
+@dataclass(frozen=True)
+class Choice:
+    """One question's part of a form in progress: chosen option indices, and whether the person
+    still wants to type an answer (``Other…``)."""
+
+    selected: frozenset[int] = frozenset()
+    typed: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """A ``next`` id: the ask and the person's choices so far, one per question."""
+
+    ask_id: str
+    choices: tuple[Choice, ...]
+
+
+_DIGITS = "0123456789abcdefghijklmnopqrstuv"
+_TYPED = 1 << MAX_OPTIONS
+
+
+def next_id(ask_id: str, choices: tuple[Choice, ...]) -> str:
+    digits = "".join(_DIGITS[_mask(c)] for c in choices)
+    return _checked(f"{PREFIX}:next:{ask_id}:{digits}")
+
+
+def _mask(choice: Choice) -> int:
+    bits = sum(1 << o for o in choice.selected if 0 <= o < MAX_OPTIONS)
+    return bits | (_TYPED if choice.typed else 0)
+
+
+def _choice(mask: int) -> Choice:
+    selected = frozenset(o for o in range(MAX_OPTIONS) if mask & (1 << o))
+    return Choice(selected, typed=bool(mask & _TYPED))
+
+
+def parse(control_id: str) -> Route | Step | None:
+    """The route or form step ``control_id`` encodes; ``None`` if it is not one of ours.
 
     Raises :class:`BadRoute` for an id of ours that is malformed (unknown kind, bad ask id,
-    missing, extra, negative or non-ASCII indices)."""
+    missing, extra, negative or non-ASCII indices, bad choices)."""
     if not is_ours(control_id):
         return None
     parts = control_id.split(":")
+    if len(parts) >= 2 and parts[1] == "next":
+        return _step(control_id, parts)
     if len(parts) < 3 or parts[1] not in INDICES or not ASK_ID.match(parts[2]):
         raise BadRoute(f"malformed control id {control_id[:MAX_ID]!r}")
     kind = next(k for k in INDICES if k == parts[1])
@@ -73,6 +120,15 @@ def parse(control_id: str) -> Route | None:
     if INDICES[kind] != len(rest) or not all(_INDEX.match(p) for p in rest):
         raise BadRoute(f"malformed control id {control_id[:MAX_ID]!r}")
     return Route(kind, ask_id, *(int(p) for p in rest))
+
+
+def _step(control_id: str, parts: list[str]) -> Step:
+    if len(parts) != 4 or not ASK_ID.match(parts[2]):
+        raise BadRoute(f"malformed control id {control_id[:MAX_ID]!r}")
+    digits = parts[3]
+    if not 1 <= len(digits) <= 4 or any(d not in _DIGITS for d in digits):
+        raise BadRoute(f"malformed control id {control_id[:MAX_ID]!r}")
+    return Step(parts[2], tuple(_choice(_DIGITS.index(d)) for d in digits))
 
 
 def _checked(control_id: str) -> str:

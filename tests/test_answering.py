@@ -541,3 +541,26 @@ def test_malformed_ids_of_ours_are_reported(control: str) -> None:
 def test_foreign_ids_are_not_ours() -> None:
     assert routing.parse("other-app:pick:x:0:1") is None
     assert routing.parse("") is None
+
+
+def test_step_ids_round_trip_and_fit() -> None:
+    ask = "A" * 22
+    choices = (
+        routing.Choice(frozenset({0, 3})),
+        routing.Choice(frozenset(), typed=True),
+        routing.Choice(frozenset({1}), typed=True),
+        routing.Choice(frozenset({0, 1, 2, 3})),
+    )
+    made = routing.next_id(ask, choices)
+    assert routing.parse(made) == routing.Step(ask, choices)
+    assert len(made) <= routing.MAX_ID and len(routing.next_id("B" * 64, choices)) <= routing.MAX_ID
+    assert routing.parse(routing.pick_id(ask, 0, 1)) == routing.Route("pick", ask, 0, 1)
+    assert routing.parse("other:thing") is None
+
+
+@pytest.mark.parametrize(
+    "bad", ["askb:next:abc", "askb:next:abc:", "askb:next:abc:0000z", "askb:next:a b:0", "askb:x:y"]
+)
+def test_malformed_step_ids_are_bad_routes(bad: str) -> None:
+    with pytest.raises(routing.BadRoute):
+        routing.parse(bad)

@@ -54,7 +54,7 @@ RECORDED_NOW = "✅ Your answer is recorded."
 FORM_READY = "The form is ready:"
 _PICK_FIELD = re.compile(r"^q([0-9])$")
 _RETRYABLE = (Outcome.INVALID, Outcome.UNAVAILABLE)
-Parsed = routing.Route | ids.Step | routing.BadRoute | None
+Parsed = routing.Route | routing.Step | routing.BadRoute | None
 
 
 def caller(interaction: discord.Interaction[Any]) -> Caller:
@@ -96,7 +96,7 @@ class Interactions:
             return
         who = caller(interaction)
         answering = self.answering
-        if isinstance(parsed, ids.Step):
+        if isinstance(parsed, routing.Step):
             step = parsed
             if not _typing_left(step.choices):  # Submit: the choices are complete
                 picks = {i: Picks(tuple(sorted(c.selected))) for i, c in enumerate(step.choices)}
@@ -220,7 +220,7 @@ class Interactions:
         if not isinstance(custom_id, str) or not routing.is_ours(custom_id):
             return
         try:
-            parsed = ids.parse(custom_id)
+            parsed = routing.parse(custom_id)
         except routing.BadRoute:
             log.warning("refused a malformed modal id from %s", interaction.user.id)
             await tell(interaction, BAD_CONTROL)
@@ -228,7 +228,7 @@ class Interactions:
         fields = read_fields(data.get("components"))
         who = caller(interaction)
         answering = self.answering
-        if isinstance(parsed, ids.Step):
+        if isinstance(parsed, routing.Step):
             picks = {
                 i: Picks(tuple(sorted(c.selected)), _text(fields, i))
                 for i, c in enumerate(parsed.choices)
@@ -264,7 +264,7 @@ class Interactions:
         # choice; a single-select choice and typed text are "not both", and a retry keeps the
         # choice
         choices = tuple(
-            ids.Choice(
+            routing.Choice(
                 frozenset(o for o in p.selected if o >= 0),
                 typed=i in ticked
                 or (
@@ -273,7 +273,7 @@ class Interactions:
             )
             for i, p in sorted(picks.items())
         )
-        step = ids.Step(ask_id, choices)
+        step = routing.Step(ask_id, choices)
         if one_modal or not _typing_left(choices):
             judging = self.answering.submit_form(ask_id, who, picks)
             await self.judge(interaction, judging, retry=step_view(step))
@@ -281,7 +281,7 @@ class Interactions:
         await tell(interaction, step_text(step), view=step_view(step))
 
 
-def _typing_left(choices: tuple[ids.Choice, ...]) -> bool:
+def _typing_left(choices: tuple[routing.Choice, ...]) -> bool:
     return any(not c.selected or c.typed for c in choices)
 
 
@@ -303,7 +303,7 @@ def control_item(interactions: Interactions) -> type[ui.DynamicItem[ui.Button[ui
         ) -> Control:
             parsed: Parsed
             try:
-                parsed = ids.parse(match.group(0))
+                parsed = routing.parse(match.group(0))
             except routing.BadRoute as exc:
                 parsed = exc
             if not isinstance(item, ui.Button):

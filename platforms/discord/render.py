@@ -218,12 +218,12 @@ def message_view(record: AskRecord) -> ui.View:
     return _view(answer)
 
 
-def step_view(step: ids.Step) -> ui.View:
+def step_view(step: routing.Step) -> ui.View:
     """The ephemeral ``Next`` (a typed answer is still needed) or ``Submit`` button."""
     label = "Next" if typed_questions(step.choices) else "Submit"
     button = ui.Button[ui.View](
         label=label,
-        custom_id=ids.next_id(step.ask_id, step.choices),
+        custom_id=routing.next_id(step.ask_id, step.choices),
         style=discord.ButtonStyle.primary,
     )
     return _view(button)
@@ -234,13 +234,13 @@ def retry_view(custom_id: str, label: str) -> ui.View:
     return _view(ui.Button[ui.View](label=label, custom_id=custom_id))
 
 
-def typed_questions(choices: tuple[ids.Choice, ...]) -> list[int]:
+def typed_questions(choices: tuple[routing.Choice, ...]) -> list[int]:
     """The questions the typed-answer step asks about: those without a choice, and those the
     person ticked (multiSelect) or typed for before."""
     return [i for i, c in enumerate(choices) if not c.selected or c.typed]
 
 
-def step_text(step: ids.Step) -> str:
+def step_text(step: routing.Step) -> str:
     """The step message: no store work goes into it, so it names questions by number."""
     numbers = [str(i + 1) for i in typed_questions(step.choices)]
     if not numbers:
@@ -317,10 +317,10 @@ def form_modal(record: AskRecord) -> ui.Modal:
     return modal
 
 
-def typed_modal(step: ids.Step, record: AskRecord) -> ui.Modal:
+def typed_modal(step: routing.Step, record: AskRecord) -> ui.Modal:
     """The typed-answer step: an ``Other…`` text input per question that needs one."""
     qs = record.questions.questions
-    modal = _modal("Other…", ids.next_id(step.ask_id, step.choices))
+    modal = _modal("Other…", routing.next_id(step.ask_id, step.choices))
     for i in typed_questions(step.choices):
         if i >= len(qs):
             continue

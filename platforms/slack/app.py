@@ -76,6 +76,10 @@ class Interactions:
         if route is None:
             await ack()
             return
+        if isinstance(route, routing.Step):  # Slack's forms take one step: not from us
+            await ack()
+            self.answering.spawn(reply(BAD_CONTROL))
+            return
         if route.kind != "pick":
             await ack()
             meta = ids.ModalMeta(

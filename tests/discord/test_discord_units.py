@@ -6,11 +6,10 @@ import time
 
 import pytest
 
-from bridge import routing
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
 from bridge.platform import PlatformUnavailable, configured_platforms, resolve_platform
 from bridge.record import AskRecord, AskStatus, Destination, Responder
-from platforms.discord import DiscordPlatform, ids
+from platforms.discord import DiscordPlatform
 from platforms.discord.render import EMBEDS_BUDGET, embeds_cost, render_message
 from platforms.discord.settings import DEFAULT_API_URL, DiscordSettings, load_settings
 from platforms.discord.text import fit, mention
@@ -71,29 +70,6 @@ def test_registered_and_served_when_configured(monkeypatch: pytest.MonkeyPatch) 
     assert isinstance(resolve_platform("discord"), DiscordPlatform)
     monkeypatch.setattr("platforms.discord.platform", DiscordPlatform(DiscordSettings(token="t")))
     assert [p.name for p in configured_platforms(["discord"])] == ["discord"]
-
-
-def test_step_ids_round_trip_and_fit() -> None:
-    ask = "A" * 22
-    choices = (
-        ids.Choice(frozenset({0, 3})),
-        ids.Choice(frozenset(), typed=True),
-        ids.Choice(frozenset({1}), typed=True),
-        ids.Choice(frozenset({0, 1, 2, 3})),
-    )
-    made = ids.next_id(ask, choices)
-    assert ids.parse(made) == ids.Step(ask, choices)
-    assert len(made) <= routing.MAX_ID and len(ids.next_id("B" * 64, choices)) <= routing.MAX_ID
-    assert ids.parse(routing.pick_id(ask, 0, 1)) == routing.Route("pick", ask, 0, 1)
-    assert ids.parse("other:thing") is None
-
-
-@pytest.mark.parametrize(
-    "bad", ["askb:next:abc", "askb:next:abc:", "askb:next:abc:0000z", "askb:next:a b:0", "askb:x:y"]
-)
-def test_malformed_step_ids_are_bad_routes(bad: str) -> None:
-    with pytest.raises(routing.BadRoute):
-        ids.parse(bad)
 
 
 def test_fit_cuts_visibly_in_utf16_units_and_escapes() -> None:

@@ -252,7 +252,14 @@ async def test_a_slow_store_acks_in_time_and_tells_the_verdict_later(bolt: Bolt)
 
 
 @pytest.mark.parametrize(
-    "action_id", ["askb:pick:{id}:0:-1", "askb:pick:{id}:0", "askb:pick:{id}:0:7", "askb:zap:{id}"]
+    "action_id",
+    [
+        "askb:pick:{id}:0:-1",
+        "askb:pick:{id}:0",
+        "askb:pick:{id}:0:7",
+        "askb:zap:{id}",
+        "askb:next:{id}:1",
+    ],
 )
 async def test_a_malformed_action_id_of_ours_is_explained(bolt: Bolt, action_id: str) -> None:
     record = await bolt.ask([DEPLOY])
