@@ -22,6 +22,7 @@ so answers quote the model's own words.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -61,6 +62,21 @@ _MAX_LENGTH = {
     "label": MAX_LABEL,
     "description": MAX_DESCRIPTION,
 }  # header has its own, more specific check in _Checker.question
+
+_MAX_BYTES = {
+    "question": 2 * MAX_QUESTION_TEXT,
+    "header": 4 * MAX_HEADER,
+    "label": 2 * MAX_LABEL,
+    "description": 2 * MAX_DESCRIPTION,
+}
+"""Bounds in UTF-8 bytes beside those in characters: what an ask weighs in the store (and on the
+wire) follows its bytes, and a text of 3- or 4-byte characters would otherwise weigh up to four
+times its character bound. Twice the character bound leaves every Latin text its full length and
+others at least half of it; a header may be any 12 characters, emoji included."""
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters other than tab and newline: no platform shows them, JSON escapes each to six
+bytes, and none belongs in a question."""
 
 MAX_LISTED_PROBLEMS = 20
 """A rejection lists at most this many problems, then how many more there are: a huge malformed
@@ -174,11 +190,25 @@ class _Checker:
         if not look(stripped):  # blank, or only characters no platform shows
             self.add(f"{where} is empty: {_FIX[key]}")
             return None
+        control = _CONTROL.search(stripped)
+        if control is not None:
+            self.add(
+                f"{where} contains the control character U+{ord(control.group()):04X}: remove "
+                "control characters (only newline and tab are allowed)"
+            )
+            return None
         limit = _MAX_LENGTH.get(key)
         if limit is not None and len(stripped) > limit:
             self.add(
                 f"{where} is {len(stripped)} characters long: shorten it to at most {limit} "
                 "characters"
+            )
+            return None
+        size = len(stripped.encode("utf-8"))
+        if size > _MAX_BYTES[key]:
+            self.add(
+                f"{where} is {size} bytes long in UTF-8: shorten it to at most {_MAX_BYTES[key]} "
+                "bytes (characters outside Latin scripts take 2 to 4 bytes each)"
             )
             return None
         return stripped
