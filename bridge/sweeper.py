@@ -26,20 +26,37 @@ log = logging.getLogger(__name__)
 
 class Sweeper:
     def __init__(
-        self, store: Store, posters: Mapping[str, Poster] | None = None, interval: float = 5.0
+        self,
+        store: Store,
+        posters: Mapping[str, Poster] | None = None,
+        interval: float = 5.0,
+        *,
+        renders: int = 8,
     ) -> None:
         self.store = store
         self.posters = dict(posters or {})
         self.interval = interval
+        self.renders = renders
+        """Final states shown at once: an expiry storm re-renders concurrently, this many
+        message updates in flight (each platform's client paces them to its rate limits)."""
 
     async def sweep_once(self, now: float | None = None) -> list[AskRecord]:
         """Sweep at ``now`` (default: the clock) and show the final state of each ask the sweep
         returned (:meth:`Store.sweep`: expired by it, or never shown). Returns the asks this
         sweeper showed: another sweeper's claim may have taken some."""
+        records = await self.store.sweep(now)
+        done = [False] * len(records)
+        todo = iter(range(len(records)))
+
+        async def renderer() -> None:
+            for i in todo:  # shared: each record goes to one renderer
+                poster = self.posters.get(records[i].destination.platform)
+                done[i] = poster is not None and await show_final(self.store, poster, records[i])
+
+        await asyncio.gather(*(renderer() for _ in range(min(self.renders, len(records)))))
         shown: list[AskRecord] = []
-        for record in await self.store.sweep(now):
-            poster = self.posters.get(record.destination.platform)
-            if poster is not None and await show_final(self.store, poster, record):
+        for record, ok in zip(records, done, strict=True):
+            if ok:
                 shown.append(record)
         return shown
 

@@ -12,7 +12,7 @@ from engine_fixtures import StoreFactory, new_record
 from bridge.answering import Answering, Caller, Outcome
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
-from bridge.record import AskStatus, MessageRef, Responder
+from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.replies import Replies
 from bridge.store.base import SubmitOutcome
 from bridge.sweeper import Sweeper
@@ -81,3 +81,41 @@ async def test_late_clicks_cost_one_update_per_interval(make_store: StoreFactory
         await a.drain()
     (update,) = poster.updated(rec.id)
     assert update.status is AskStatus.ANSWERED
+
+
+class _Gate(MemoryPoster):
+    """Every update waits until ``width`` updates are in flight at once, so serial rendering
+    never finishes; counts the most that were in flight."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.width = width
+        self.in_flight = 0
+        self.most = 0
+        self.wide = asyncio.Event()
+
+    async def update(self, record: AskRecord) -> None:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        if self.in_flight >= self.width:
+            self.wide.set()
+        await self.wide.wait()
+        self.in_flight -= 1
+        await super().update(record)
+
+
+async def test_an_expiry_storm_is_rerendered_concurrently_within_the_bound(
+    make_store: StoreFactory,
+) -> None:
+    store = await make_store()
+    poster = _Gate(width=3)
+    recs = [new_record(expires_in=60) for _ in range(10)]
+    for rec in recs:
+        await store.create(rec)
+        await store.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+    sweeper = Sweeper(store, {"memory": poster}, renders=3)
+    async with asyncio.timeout(10):
+        shown = await sweeper.sweep_once(now=time.time() + 120)
+    assert sorted(r.id for r in shown) == sorted(r.id for r in recs)
+    assert poster.most == 3
+    assert all(len(poster.updated(r.id)) == 1 for r in recs)

@@ -275,6 +275,30 @@ class RedisStore(Store):
         reply: list[Any] = await self._script(keys=self.keys.ask_keys(ask_id), args=argv)
         return reply
 
+    async def _run_many(
+        self, op: str, ask_ids: Sequence[str], args: Sequence[Any], *, now: float | None = None
+    ) -> list[list[Any]]:
+        """The same op over many asks in one round trip (a pipeline of scripts), or concurrently
+        on Cluster, whose pipelines take no scripts. Each reply as :meth:`_run` gives it."""
+        if not ask_ids:
+            return []
+        if isinstance(self._r, RedisCluster):
+            return list(await asyncio.gather(*(self._run(op, a, *args, now=now) for a in ask_ids)))
+        argvs = [self._argv(op, ask_id, args, now) for ask_id in ask_ids]
+        async with self._r.pipeline(transaction=False) as pipe:
+            for ask_id, argv in zip(ask_ids, argvs, strict=True):
+                keys = self.keys.ask_keys(ask_id)
+                pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
+            replies = await pipe.execute(raise_on_error=False)
+        out: list[list[Any]] = []
+        for ask_id, argv, reply in zip(ask_ids, argvs, replies, strict=True):
+            if isinstance(reply, NoScriptError):  # it did not run: load it, run it once more
+                reply = await self._script(keys=self.keys.ask_keys(ask_id), args=argv)
+            elif isinstance(reply, Exception):
+                raise reply
+            out.append(list(reply))
+        return out
+
     async def _unindex_if_settled(self, ask_id: str, raw: dict[str, str]) -> None:
         """Drop an ask from ``due`` once nothing is left to do for it; if this step is lost, the
         sweeper's next visit finds the ask settled and drops it then."""
@@ -522,17 +546,19 @@ class RedisStore(Store):
             ids = await self._r.zrangebyscore(
                 self.keys.due, "-inf", now, start=0, num=PIPELINE_CHUNK
             )
+            # one round trip for the whole batch (each ask still its own atomic script)
+            replies = await self._run_many(
+                "settle", ids, (self.lease_ttl, self.render_interval), now=now
+            )
             later: dict[str, float] = {}
-            for ask_id in ids:
-                reply = await self._run(
-                    "settle", ask_id, self.lease_ttl, self.render_interval, now=now
-                )
+            unindex: list[str] = []
+            for ask_id, reply in zip(ids, replies, strict=True):
                 verdict = reply[0]
                 if verdict == "later":
                     later[ask_id] = float(reply[1])
                     continue
                 if verdict in ("missing", "done"):
-                    await self._r.zrem(self.keys.due, ask_id)
+                    unindex.append(ask_id)
                     continue
                 raw = codec.pairs(reply[1])
                 if verdict in ("expired", "show"):
@@ -541,9 +567,11 @@ class RedisStore(Store):
                 if raw.get(Fields.HANDOFF) == "feed":
                     settled = await self._to_feed(ask_id)
                 elif settled:
-                    await self._r.zrem(self.keys.due, ask_id)
+                    unindex.append(ask_id)
                 if not settled:  # to show: visit again should nobody mark it shown
                     later[ask_id] = now + self.render_interval
+            if unindex:
+                await self._r.zrem(self.keys.due, *unindex)
             if later:  # every new score is past ``now``, so the next round sees other asks
                 await self._index(later)
             if len(ids) < PIPELINE_CHUNK:
