@@ -68,6 +68,39 @@ def test_list_show_cancel(
     assert history[-1]["kind"] == AskStatus.CANCELLED.value and history[-1]["user_id"] == "U_ops"
 
 
+async def _seed_many(url: str, prefix: str, n: int) -> list[str]:
+    store = RedisStore.from_url(url, prefix=prefix)
+    try:
+        recs = [new_record(expires_in=3600 + i) for i in range(n)]
+        for rec in recs:
+            await store.create(rec)
+        return [r.id for r in reversed(recs)]
+    finally:
+        await store.aclose()
+
+
+def test_list_pages_newest_first_with_a_cursor(
+    standalone: RedisServer, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    newest_first = asyncio.run(_seed_many(standalone.url, prefix, 5))
+    assert main(["list", "--limit", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()] == newest_first[:2]
+    cursor = err.split("--cursor ")[1].split()[0]
+    assert main(["list", "--limit", "3", "--cursor", cursor]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[0] for line in out.splitlines()] == newest_first[2:]
+    assert "--cursor" not in err
+    assert main(["list", "--channel", "C9"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["list", "--older-than", "60"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["list", "--cursor", "nonsense"]) == 2
+    assert "not a cursor" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["list", "--limit", "0"])
+
+
 def test_ask_ids_are_unguessable_and_never_look_like_options() -> None:
     """An id starting with ``-`` would be read by ``ask-bridge show ID`` as an option."""
     ids = {new_ask_id() for _ in range(5000)}

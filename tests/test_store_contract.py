@@ -369,6 +369,42 @@ async def test_deferred_ask_expired_by_a_click_is_delivered(store: Store) -> Non
     await store.ack(delivery)
 
 
+async def test_pending_page_pages_latest_expiry_first_with_filters(store: Store) -> None:
+    now = time.time()
+    recs = []
+    for i in range(7):
+        rec = new_record(expires_in=3600 + i)
+        rec = rec.model_copy(
+            update={
+                "created_at": now - 100 * i,
+                "destination": rec.destination.model_copy(update={"channel": f"C{i % 2}"}),
+            }
+        )
+        await store.create(rec)
+        recs.append(rec)
+    await store.submit(recs[6].id, ALICE, YES)  # ended: never listed
+    newest_first = [r.id for r in reversed(recs[:6])]
+    pages: list[list[str]] = []
+    cursor = None
+    while len(pages) < 5 and (cursor is not None or not pages):
+        page = await store.pending_page(limit=2, cursor=cursor)
+        pages.append([r.id for r in page.asks])
+        cursor = page.cursor
+    assert pages[:3] == [newest_first[:2], newest_first[2:4], newest_first[4:]]
+    assert cursor is None and pages[3:] in ([], [[]])  # an empty last page is allowed
+    page = await store.pending_page(channel="C1")
+    assert [r.id for r in page.asks] == [recs[5].id, recs[3].id, recs[1].id]
+    assert page.cursor is None
+    page = await store.pending_page(created_before=now - 150, created_after=now - 450)
+    assert [r.id for r in page.asks] == [recs[4].id, recs[3].id, recs[2].id]
+    page = await store.pending_page(channel="C0", limit=1)
+    assert [r.id for r in page.asks] == [recs[4].id] and page.cursor is not None
+    with pytest.raises(ValueError, match="not a cursor"):
+        await store.pending_page(cursor="nonsense")
+    with pytest.raises(ValueError, match="limit"):
+        await store.pending_page(limit=0)
+
+
 async def test_list_pending(store: Store) -> None:
     a, b, c = new_record(), new_record(), new_record()
     for rec in (a, b, c):

@@ -11,12 +11,35 @@ import asyncio
 import datetime
 import json
 import sys
+import time
 from typing import Any
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("list", help="list pending asks")
+    p = sub.add_parser(
+        "list",
+        help="list pending asks, a page at a time",
+        description="Pending asks, latest expiry first (with one expiry policy: newest first), "
+        "a page at a time; the command to get the next page is printed on stderr.",
+    )
     p.add_argument("--json", action="store_true", help="one JSON record per line")
+    p.add_argument(
+        "--limit", type=_positive, default=100, help="asks per page (default 100)", metavar="N"
+    )
+    p.add_argument("--cursor", help="continue after the page that printed it")
+    p.add_argument("--channel", help="only asks posted to this channel (or DM user) id")
+    p.add_argument(
+        "--older-than",
+        type=_seconds,
+        metavar="SECONDS",
+        help="only asks created at least this many seconds ago",
+    )
+    p.add_argument(
+        "--newer-than",
+        type=_seconds,
+        metavar="SECONDS",
+        help="only asks created at most this many seconds ago",
+    )
     p.set_defaults(func=_list)
     p = sub.add_parser("show", help="print an ask's record and audit trail as JSON")
     p.add_argument("ask_id")
@@ -25,6 +48,26 @@ def register(sub: Any) -> None:
     p.add_argument("ask_id")
     p.add_argument("--by", default="cli", help="who cancelled it, for the audit trail")
     p.set_defaults(func=_cancel)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds (a number, 0 or more), not {text!r}")
+    return value
 
 
 def _when(ts: float) -> str:
@@ -51,7 +94,19 @@ def _run(coro_fn: Any, args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     async def go(store: Any, args: argparse.Namespace) -> int:
-        for rec in await store.list_pending():
+        now = time.time()
+        try:
+            page = await store.pending_page(
+                limit=args.limit,
+                cursor=args.cursor,
+                channel=args.channel,
+                created_before=None if args.older_than is None else now - args.older_than,
+                created_after=None if args.newer_than is None else now - args.newer_than,
+            )
+        except ValueError as exc:  # a cursor this store never gave out
+            print(f"ask-bridge list: {exc}", file=sys.stderr)
+            return 2
+        for rec in page.asks:
             if args.json:
                 print(rec.model_dump_json())
                 continue
@@ -61,6 +116,8 @@ def _list(args: argparse.Namespace) -> int:
                 f"{rec.id}  {where}  created {_when(rec.created_at)}  "
                 f"expires {_when(rec.expires_at)}  [{headers}]"
             )
+        if page.cursor is not None:
+            print(f"more: repeat with --cursor {page.cursor}", file=sys.stderr)
         return 0
 
     return _run(go, args)

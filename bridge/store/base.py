@@ -134,6 +134,51 @@ class HistoryEvent(BaseModel):
 
 
 @dataclass(frozen=True)
+class PendingPage:
+    """One page of pending asks (:meth:`Store.pending_page`)."""
+
+    asks: list[AskRecord]
+    cursor: str | None
+    """Pass to the next call for the next page; ``None``: there is none."""
+
+
+def page_key(record: AskRecord) -> tuple[float, str]:
+    """Where an ask sits in the pending pages: latest expiry first, then id (descending)."""
+    return (record.expires_at, record.id)
+
+
+def page_cursor(expires_at: float, ask_id: str) -> str:
+    """The cursor after the ask at ``(expires_at, ask_id)`` (opaque to callers)."""
+    return f"{expires_at!r}/{ask_id}"
+
+
+def parse_cursor(cursor: str) -> tuple[float, str]:
+    """A cursor's position; ``ValueError`` (a clear one) for anything else."""
+    score, sep, ask_id = cursor.partition("/")
+    try:
+        if not sep or not ask_id:
+            raise ValueError
+        return float(score), ask_id
+    except ValueError:
+        raise ValueError(f"not a cursor this store gave out: {cursor!r}") from None
+
+
+def page_matches(
+    record: AskRecord,
+    channel: str | None,
+    created_after: float | None,
+    created_before: float | None,
+) -> bool:
+    """Whether a pending ask passes :meth:`Store.pending_page`'s filters."""
+    where = record.destination
+    if channel is not None and channel not in (where.channel, where.user):
+        return False
+    if created_after is not None and record.created_at < created_after:
+        return False
+    return created_before is None or record.created_at <= created_before
+
+
+@dataclass(frozen=True)
 class Delivery:
     """An answer handed out by the answers feed; ack it once the next turn has been started."""
 
@@ -270,6 +315,39 @@ class Store(ABC):
     @abstractmethod
     async def list_pending(self) -> list[AskRecord]:
         """Every pending ask."""
+
+    async def pending_page(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        channel: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+    ) -> PendingPage:
+        """Up to ``limit`` pending asks, latest expiry first (with one expiry policy: newest
+        first), after ``cursor`` (from the previous page), only those posted to ``channel`` (a
+        channel or DM user id) and created within the given bounds (seconds since the epoch).
+        The page's cursor is ``None`` once nothing follows (it may also lead to an empty page,
+        when what follows was filtered out or ended meanwhile).
+
+        Reads only as far as the page needs, so an operator can look at 100,000 pending asks
+        without reading them all. This default pages over :meth:`list_pending`, which a store in
+        memory can afford; a networked store reads its index page by page."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        after = parse_cursor(cursor) if cursor is not None else None
+        ordered = sorted(await self.list_pending(), key=page_key, reverse=True)
+        found: list[AskRecord] = []
+        for record in ordered:
+            if after is not None and page_key(record) >= after:
+                continue
+            if page_matches(record, channel, created_after, created_before):
+                found.append(record)
+                if len(found) == limit:
+                    more = record is not ordered[-1]
+                    return PendingPage(found, page_cursor(*page_key(record)) if more else None)
+        return PendingPage(found, None)
 
     @abstractmethod
     async def sweep(self, now: float | None = None) -> list[AskRecord]:

@@ -74,6 +74,7 @@ from bridge.store.base import (
     Delivery,
     DuplicateAsk,
     HistoryEvent,
+    PendingPage,
     Store,
     StoreUnavailable,
     SubmitOutcome,
@@ -83,6 +84,8 @@ from bridge.store.base import (
     creation_text,
     dump_answers,
     merge_history,
+    page_cursor,
+    parse_cursor,
 )
 from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys
 from bridge.store.redis_connect import (
@@ -536,6 +539,54 @@ class RedisStore(Store):
             )
         return sorted(found, key=lambda r: r.created_at)
 
+    @_guarded("pending_page")
+    async def pending_page(
+        self,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        channel: str | None = None,
+        created_after: float | None = None,
+        created_before: float | None = None,
+    ) -> PendingPage:
+        """Walks the ``due`` index from its highest score down (a pending ask is scored by its
+        ``expires_at``; an ended one waiting for a sweeper is skipped), one batch per round trip,
+        and parses a record only once its body passed the filters."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        await self._init()
+        start = 0
+        if cursor is not None:
+            score, last = parse_cursor(cursor)
+            rank = await self._r.zrevrank(self.keys.due, last)
+            # the cursor's ask left the index meanwhile: resume at its score
+            start = (
+                rank + 1
+                if rank is not None
+                else await self._r.zcount(self.keys.due, f"({score!r}", "+inf")
+            )
+        found: list[AskRecord] = []
+        while True:
+            batch = await self._r.zrevrange(
+                self.keys.due, start, start + PIPELINE_CHUNK - 1, withscores=True
+            )
+            async with self._r.pipeline(transaction=False) as pipe:
+                for ask_id, _ in batch:
+                    pipe.hgetall(self.keys.rec(ask_id))
+                raws = await pipe.execute()
+            for i, ((ask_id, score), raw) in enumerate(zip(batch, raws, strict=True)):
+                if not raw or raw[Fields.STATUS] != "pending":
+                    continue
+                if not _body_matches(raw, channel, created_after, created_before):
+                    continue
+                found.append(codec.record(raw))
+                if len(found) == limit:
+                    last = i == len(batch) - 1 and len(batch) < PIPELINE_CHUNK
+                    return PendingPage(found, None if last else page_cursor(float(score), ask_id))
+            if len(batch) < PIPELINE_CHUNK:
+                return PendingPage(found, None)
+            start += len(batch)
+
     @_guarded("sweep")
     async def sweep(self, now: float | None = None) -> list[AskRecord]:
         await self._init()
@@ -713,6 +764,25 @@ def _settled(raw: dict[str, str]) -> bool:
         or raw.get(Fields.RENDERED) == "1"
         or int(raw.get(Fields.RENDER_TRIES) or 0) >= RENDER_TRIES
     )
+
+
+def _body_matches(
+    raw: dict[str, str],
+    channel: str | None,
+    created_after: float | None,
+    created_before: float | None,
+) -> bool:
+    """:func:`~bridge.store.base.page_matches` on the stored body, before any record is built."""
+    if channel is None and created_after is None and created_before is None:
+        return True
+    body = json.loads(raw[Fields.BODY])
+    where = body["destination"]
+    if channel is not None and channel not in (where.get("channel"), where.get("user")):
+        return False
+    created = float(body["created_at"])
+    if created_after is not None and created < created_after:
+        return False
+    return created_before is None or created <= created_before
 
 
 def _events(lines: Sequence[str]) -> list[tuple[int, HistoryEvent]]:
