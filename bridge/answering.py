@@ -34,18 +34,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from bridge import replies
+from bridge import metrics, replies
 from bridge.models import Answer, QuestionSet
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Responder
 from bridge.rendering import show_final
 from bridge.replies import Replies
-from bridge.store.base import Store, StoreUnavailable
+from bridge.store.base import Store, StoreUnavailable, SubmitOutcome
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -156,25 +157,29 @@ class Answering:
 
     # -- judging ------------------------------------------------------------------------------
 
+    @metrics.judged
     async def pick(self, ask_id: str, question: int, option: int, who: Caller) -> Verdict:
-        """A one-click answer: option ``option`` of question ``question``."""
+        """A one-click answer: option ``option`` of question ``question``, in one store step
+        (:meth:`Store.pick`); a second only when the person's groups must be looked up."""
         try:
-            record = await self._guard(self.store.get(ask_id))
-            if record is None:
-                return self._verdict(Outcome.NOT_FOUND, None)
-            qs = record.questions.questions
-            if (
-                not one_click(record.questions)
-                or question >= len(qs)
-                or option >= len(qs[question].options)
-            ):
-                return self._invalid(record, replies.BAD_CONTROL)
-            q = qs[question]
-            answer = Answer(question=q.question, selected=(q.options[option].label,))
-            return await self._submit(record, who, [answer])
+            unknown = who.groups is None and self.membership is not None
+            responder = Responder(
+                user_id=who.user_id, name=who.name, groups=tuple(who.groups or ())
+            )
+            store = self.store
+            result = await self._guard(
+                store.pick(ask_id, responder, question, option, groups_unknown=unknown)
+            )
+            if result.outcome is SubmitOutcome.GROUPS and result.record is not None:
+                responder = await self._responder(result.record, who)
+                result = await self._guard(store.pick(ask_id, responder, question, option))
+            if result.outcome is SubmitOutcome.INVALID and result.record is not None:
+                return self._invalid(result.record, replies.BAD_CONTROL)
+            return self._verdict(Outcome(result.outcome.value), result.record)
         except Unavailable:
             return self._verdict(Outcome.UNAVAILABLE, None)
 
+    @metrics.judged
     async def open_form(self, ask_id: str, who: Caller, question: int | None = None) -> Verdict:
         """May ``who`` open the answer form (of one question, or of the whole set)? ``OPEN`` with
         the record to render, or the refusal."""
@@ -199,6 +204,7 @@ class Answering:
             return self._verdict(Outcome.UNAVAILABLE, None)
         return Verdict(Outcome.OPEN, record, None, rerender=False)
 
+    @metrics.judged
     async def submit_form(self, ask_id: str, who: Caller, picks: Mapping[int, Picks]) -> Verdict:
         """A submitted form: ``picks`` by question index, checked against the stored question set
         (see :func:`check_picks`) before anything is submitted."""
@@ -281,11 +287,15 @@ class Answering:
         the platform allows) and the answer is already stored. Otherwise calls ``ack()`` at once,
         lets the judgement finish in the background, hands its verdict to ``late`` (which tells
         the person), and returns ``None``."""
+        started = time.monotonic()
         work = asyncio.ensure_future(judging)
         done, _ = await asyncio.wait({work}, timeout=self.ack_budget)
         if done:
-            return work.result()
+            verdict = work.result()
+            metrics.acked(metrics.platform_of(verdict.record), time.monotonic() - started)
+            return verdict
         await ack()
+        metrics.acked(metrics.UNKNOWN, time.monotonic() - started)
         self.spawn(self._finish_late(work, late))
         return None
 

@@ -33,6 +33,7 @@ from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bridge import metrics
 from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed
 from bridge.models import Answer, Question, QuestionSet
@@ -105,6 +106,7 @@ class ChatHandler:
             deferred=policy.mode == "defer",
         )
         await self.store.create(record)
+        metrics.created(record)
         ask = _Asking(record)
         try:
             return await self._post_and_wait(ask)
@@ -121,12 +123,14 @@ class ChatHandler:
         except Exception as exc:
             await self.store.record_event(record.id, "post_failed", error=repr(exc)[:500])
             closed = await self.store.close(record.id, AskStatus.CANCELLED)
+            metrics.post_failed(record)
             raise PostFailed(
                 f"could not show the questions in {self.destination.platform}: {exc}. "
                 "Nobody saw them; continue without the answers or try again later.",
                 closed or record,
             ) from exc
         known = await self.store.set_message(record.id, ask.message)
+        metrics.posted(record.model_copy(update={"message": ask.message}))
         if known is not None and known.status is not AskStatus.PENDING:
             # Ended before its message was known (a click right after the post, racing this
             # call): whoever ended it had no message to re-render, so this process does.
@@ -140,6 +144,7 @@ class ChatHandler:
             # taken above: tell the store it is returned (a cancellation landing here releases
             # it to the feed; should this process die first, the sweeper feeds it)
             await self.store.confirm(record.id)
+            metrics.resumed(done)
             return done.answers
         if done.status is AskStatus.ANSWERED or done.deferred:
             return self._deferred(done, ask.message)
@@ -156,6 +161,7 @@ class ChatHandler:
         if self.policy.on_timeout == "error":
             closed = await self.store.close(record.id, AskStatus.EXPIRED)
             if closed is not None:
+                metrics.ended(closed)
                 await self._render(closed)
                 raise NotAnswered(
                     f"nobody answered within {_duration(self.policy.wait)}; the questions are "
@@ -183,6 +189,7 @@ class ChatHandler:
         if closed is None:
             await self.store.release(ask.record.id)
             return
+        metrics.ended(closed)
         if closed.message is None and ask.message is not None:
             closed = closed.model_copy(update={"message": ask.message})
         if closed.message is not None:  # never shown (cancelled while posting): nothing to update
@@ -218,6 +225,7 @@ class ChatHandler:
         await show_final(self.store, self.poster, record)
 
     def _deferred(self, record: AskRecord, message: MessageRef | None) -> AskUserDeferred:
+        metrics.deferred(record)
         extra: dict[str, Any] = {"ask_id": record.id, "expires_at": record.expires_at}
         if message is not None:
             extra["message"] = message.model_dump(mode="json")

@@ -26,7 +26,6 @@ arrives on the answers feed.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -391,7 +390,13 @@ def chat_route_from_env(
     """The chat route configured by ``ASK_BRIDGE_PLATFORM`` and ``ASK_BRIDGE_CHANNEL``, or
     ``None`` when no platform is set. Raises ``PlatformUnavailable`` naming what is wrong,
     including a platform that cannot receive its own clicks in a standalone process."""
-    env = os.environ if environ is None else environ
+    if environ is None:  # the environment, or .env, like every setting
+        from bridge.settings import ChatRouteSettings
+
+        chosen = ChatRouteSettings()
+        env: Mapping[str, str] = {PLATFORM_ENV: chosen.platform, CHANNEL_ENV: chosen.channel}
+    else:
+        env = environ
     name = env.get(PLATFORM_ENV, "").strip()
     if not name:
         return None

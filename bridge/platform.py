@@ -101,6 +101,31 @@ class StandaloneCheck(Protocol):
         ...
 
 
+@runtime_checkable
+class CredentialCheck(Protocol):
+    """Optional for a :class:`Platform`: check at start that the platform accepts the configured
+    credentials, so a bad or revoked token stops a process in one line instead of a retry loop."""
+
+    async def check_credentials(self) -> None:
+        """Raise ``PlatformUnavailable`` naming the variable to fix when a credential is refused,
+        or the URL setting when the API stayed unreachable through a short bounded retry."""
+        ...
+
+
+async def check_credentials(platform: Platform) -> None:
+    """Run ``platform``'s :class:`CredentialCheck`, if it has one."""
+    if isinstance(platform, CredentialCheck):
+        await platform.check_credentials()
+
+
+@runtime_checkable
+class ConnectionState(Protocol):
+    """Optional for a :class:`Receiver` that holds a connection: whether it is up now (``serve``'s
+    ``/readyz``). A receiver without it is taken to be connected once ready (HTTP routes)."""
+
+    async def connected(self) -> bool: ...
+
+
 def check_standalone(platform: Platform) -> None:
     """Raise ``PlatformUnavailable`` unless ``platform`` can serve its own clicks in a process
     without a shared store (see :class:`StandaloneCheck`)."""

@@ -31,8 +31,15 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 from bridge.aio import stop
 from bridge.asking import AskPolicy
+from bridge.health import Health
 from bridge.http_server import HttpServer
-from bridge.platform import Platform, PlatformUnavailable, Receiver, check_standalone
+from bridge.platform import (
+    Platform,
+    PlatformUnavailable,
+    Receiver,
+    check_credentials,
+    check_standalone,
+)
 from bridge.settings import EngineSettings, open_store
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
@@ -136,21 +143,30 @@ async def serving(
     host: str = "127.0.0.1",
     port: int = 3000,
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
+    watch: str | Literal[False] | None = False,
 ) -> AsyncIterator[Serving]:
     """Receive the clicks of every one of ``platforms`` and sweep ``store`` (re-rendering through
     one poster per platform), until the context ends; it is entered once every receiver is ready.
 
+    Each platform's credentials are checked first (:func:`~bridge.platform.check_credentials`).
     The routes of HTTP receivers go on one :class:`~bridge.http_server.HttpServer` at
-    ``host:port`` (started only when there are routes; it logs each route's URL). On exit: the
-    server stops, the receivers stop and drain (clicks in flight finish), the sweeper stops.
-    Raises ``PlatformUnavailable`` if a platform is not configured or a receiver stops before it
-    was ready, :class:`~bridge.http_server.CannotListen` if the address cannot be bound.
+    ``host:port`` (it logs each route's URL). ``watch`` (``serve``: the ``REDIS_URL``, ``None``
+    for the memory store) also puts ``/readyz`` and ``/metrics`` there and watches the store
+    (:class:`~bridge.health.Health`); without it the server starts only when there are routes.
+    On exit: the server stops, the receivers stop and drain (clicks in flight finish), the
+    sweeper stops. Raises ``PlatformUnavailable`` if a platform is not configured, refuses its
+    credentials or a receiver stops before it was ready,
+    :class:`~bridge.http_server.CannotListen` if the address cannot be bound.
     """
+    for platform in platforms:
+        await check_credentials(platform)
     receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
     sweeper = Sweeper(store, {p.name: p.poster() for p in platforms}, interval=sweep_interval)
     routes = [route for receiver in receivers.values() for route in receiver.routes()]
-    server = HttpServer(routes, host, port) if routes else None
+    health = None if watch is False else Health(store, watch, receivers)
+    server = HttpServer(routes, host, port, health=health) if routes or health else None
     sweeping = asyncio.create_task(sweeper.run())
+    watching = asyncio.create_task(health.watch()) if health is not None else None
     running: dict[asyncio.Task[None], str] = {}
     try:
         if server is not None:
@@ -161,8 +177,12 @@ async def serving(
             running[asyncio.create_task(receiver.run(ready), name=f"receive {name}")] = name
             readies.append(ready)
         await _until_ready(running, readies)
+        if health is not None:
+            health.started = True
         yield Serving(running, server)
     finally:
+        if watching is not None:
+            await stop(watching)
         if server is not None:
             await server.stop()
         for task in running:
@@ -220,6 +240,21 @@ class Runtime:
         return chat_policy(
             self.standalone, wait=wait, expires=expires, mode=mode, answerers=answerers
         )
+
+    async def reachable(self) -> None:
+        """Raise :class:`~bridge.store.base.StoreUnavailable` at once, in one line naming
+        ``REDIS_URL`` (redacted), when the shared store cannot be reached now."""
+        if self.settings.redis_url:
+            from bridge.redis_probe import probe
+
+            await probe(self.settings.redis_url)
+
+    async def ready_to_ask(self, platform: Platform) -> None:
+        """Before posting: the store is reachable and ``platform`` accepts its credentials
+        (standalone, :meth:`own_clicks` checks them as it starts receiving)."""
+        await self.reachable()
+        if not self.standalone:
+            await check_credentials(platform)
 
     def check(self, platform: Platform) -> None:
         """Raise ``PlatformUnavailable`` if this process would have to receive ``platform``'s

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,11 +32,35 @@ inside its first ``{...}`` picks the slot, so a brace in the prefix would put ev
 ask in one slot instead of each ask in its own (``<prefix>:{<id>}:rec``)."""
 
 
+REDIS_SCHEMES = (
+    "redis",
+    "rediss",
+    "unix",
+    "redis+cluster",
+    "rediss+cluster",
+    "redis+sentinel",
+    "rediss+sentinel",
+)
+
+
+def redacted(url: str) -> str:
+    """``url`` with its password (if any, in the user part or as ``sentinel_password=``) replaced
+    by ``***``, fit for a log line or an error. A lone ``secret@host`` is a password to redis-py."""
+    parts = urlsplit(url)
+    auth, at, hosts = parts.netloc.rpartition("@")
+    netloc = parts.netloc
+    if at:
+        user, colon, _ = auth.partition(":")
+        netloc = f"{user}:***@{hosts}" if colon else f"***@{hosts}"
+    query = re.sub(r"(password=)[^&]*", r"\1***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 class SettingsError(ValueError):
     """An invalid setting in the environment; the message is one line naming the variable(s)."""
 
 
-def _one_line(exc: ValidationError) -> str:
+def one_line(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         name = ".".join(str(part) for part in error["loc"]) or "settings"
@@ -64,7 +89,20 @@ class EngineSettings(BaseSettings):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise SettingsError(_one_line(exc)) from None
+            raise SettingsError(one_line(exc)) from None
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        scheme = urlsplit(value.strip()).scheme.lower()
+        if scheme not in REDIS_SCHEMES:
+            raise ValueError(
+                "use a redis://, rediss://, unix://, redis+cluster:// or redis+sentinel:// URL "
+                f"(got scheme {scheme or 'none'!r})"
+            )
+        return value.strip()
 
     @field_validator("key_prefix")
     @classmethod
@@ -76,6 +114,16 @@ class EngineSettings(BaseSettings):
                 "(a brace would put the keys of every ask in one Redis Cluster slot)"
             )
         return value
+
+
+class ChatRouteSettings(BaseSettings):
+    """``ASK_BRIDGE_PLATFORM`` and ``ASK_BRIDGE_CHANNEL``: where ``ask-bridge mcp`` posts (unset:
+    it asks the MCP client's own user). Read like every setting: the environment, or ``.env``."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    platform: str = Field(default="", validation_alias="ASK_BRIDGE_PLATFORM")
+    channel: str = Field(default="", validation_alias="ASK_BRIDGE_CHANNEL")
 
 
 def open_store(settings: EngineSettings | None = None) -> Store:

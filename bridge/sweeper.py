@@ -16,10 +16,12 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
+from bridge import metrics
+from bridge.backoff import StateLog
 from bridge.poster import Poster
 from bridge.record import AskRecord
 from bridge.rendering import show_final
-from bridge.store.base import Store
+from bridge.store.base import Store, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +60,20 @@ class Sweeper:
         for record, ok in zip(records, done, strict=True):
             if ok:
                 shown.append(record)
+                if record.status.value == "expired":
+                    metrics.ended(record)
         return shown
 
     async def run(self) -> None:
-        """Sweep every ``interval`` seconds until cancelled; a failed round is logged, not fatal."""
+        """Sweep every ``interval`` seconds until cancelled; a failed round is logged, not fatal
+        (a store that is down once when it goes and once when it is back, not every round)."""
+        store_state = StateLog(log, "sweep: store unavailable")
         while True:
             try:
                 await self.sweep_once()
+                store_state.ok()
+            except StoreUnavailable as exc:
+                store_state.failed(exc)
             except Exception:
                 log.warning("sweep failed; retrying in %.1f s", self.interval, exc_info=True)
             await asyncio.sleep(self.interval)

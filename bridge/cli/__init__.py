@@ -3,12 +3,19 @@
 A command module adds its sub-commands to the parser and sets ``func`` to a callable taking the
 parsed namespace and returning the exit status. Heavy imports stay inside those callables so
 ``ask-bridge --version`` is instant.
+
+Every command fails the same way (:mod:`bridge.cli.failures`): an expected failure -- a bad
+setting, a refused token, an unreachable Redis or platform, a busy port, a missing extra -- is one
+line on stderr naming what to fix, and exit status 1; never a traceback. Every command takes
+``--log-level`` (default ``LOG_LEVEL``, else INFO for ``serve`` and ``mcp``, WARNING for the
+others); see :mod:`bridge.logs` for ``LOG_FORMAT``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -19,6 +26,17 @@ COMMAND_MODULES = (
     "bridge.cli.ask",
     "bridge.cli.serve",
     "bridge.cli.mcp",
+    "bridge.cli.doctor",
+)
+CHATTY = ("serve", "mcp")
+NEEDS_ENGINE = ("serve", "mcp", "ask", "list", "show", "cancel")
+"""Commands that read the engine settings: read first, so a bad one stops them before anything
+else is tried (``doctor`` reports them in its table instead)."""
+"""Commands that run for long and log at INFO by default; the others log warnings only."""
+EPILOG = (
+    "Exit status 1, in every command: a configuration or infrastructure failure (bad setting, "
+    "token refused, Redis or the platform unreachable, port busy, missing extra), told in one "
+    "line on stderr. `ask` also uses 2, 3 and 4 (see `ask-bridge ask --help`)."
 )
 
 
@@ -33,11 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ask-bridge",
         description="Let an LLM agent ask people multiple-choice questions and get the answers.",
+        epilog=EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"ask-bridge {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for command in sub.choices.values():
+        command.add_argument(
+            "--log-level",
+            type=str.upper,
+            choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+            help="log level (default: LOG_LEVEL, else INFO for serve and mcp, WARNING otherwise)",
+        )
+        command.epilog = f"{command.epilog}\n\n{EPILOG}" if command.epilog else EPILOG
     return parser
 
 
@@ -48,16 +75,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
-    try:
-        status: int = func(args)
-    except ValueError as exc:  # bridge.settings is imported lazily, like every heavy module
-        from bridge.settings import SettingsError
+    from bridge.cli.failures import BROKEN_PIPE, FAILED, explain
 
-        if not isinstance(exc, SettingsError):
+    try:
+        _logging(args)
+        if args.command in NEEDS_ENGINE:
+            from bridge.settings import EngineSettings
+
+            EngineSettings()
+        status: int = func(args)
+    except BrokenPipeError:
+        # the reader went away: send what is left in the buffer nowhere, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+    except Exception as exc:
+        line = explain(exc)
+        if line is None:
             raise
-        print(f"ask-bridge {args.command}: {exc}", file=sys.stderr)
-        return 2
+        print(f"ask-bridge {args.command}: {line}", file=sys.stderr)
+        return FAILED
     return status
+
+
+def _logging(args: argparse.Namespace) -> None:
+    from bridge.logs import settings, setup
+
+    level = getattr(args, "log_level", None) or settings().level
+    setup(level or ("INFO" if args.command in CHATTY else "WARNING"))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,7 +3,9 @@
 Exit status: 0 answered (answers JSON on stdout); 2 the question set was rejected (the
 model-facing message on stderr); 3 not answered within ``--wait`` (the deferred result, with the
 ask id, on stdout -- the answer will reach the answers feed); 4 the ask expired or was cancelled;
-1 anything else, including a post the platform refused (its error on stderr). With ``REDIS_URL``
+1 anything else: a configuration or infrastructure failure (bad setting, token refused, Redis or
+the platform unreachable -- checked before anything is posted) or a post the platform refused,
+in one line on stderr. With ``REDIS_URL``
 set, a ``serve`` process handles the clicks; without it this process handles them itself (Slack:
 over Socket Mode) and the ask lives only as long as the process: nothing could take a deferred
 answer, so ``--mode defer`` is refused and a ``--wait`` that runs out closes the ask as expired,
@@ -20,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.errors import InvalidQuestions, NotAnswered, ToolRejected
-from bridge.platform import PlatformUnavailable
 from bridge.record import Destination
 
 if TYPE_CHECKING:
@@ -34,7 +35,9 @@ def register(sub: Any) -> None:
         "ask",
         help="post a question set and print the answers as the tool result",
         description="Post a question set and print the answers as the tool result. Exit status: "
-        "0 answered; 1 any other failure (e.g. the post was refused); 2 the question set was "
+        "0 answered; 1 a configuration or infrastructure failure (bad setting, token refused, "
+        "Redis or the platform unreachable, all checked before posting) or a refused post; 2 "
+        "the question set was "
         "rejected; 3 not answered within --wait (deferred, ask id printed); 4 expired or "
         "cancelled. Without REDIS_URL this process handles the clicks itself (Slack: Socket "
         "Mode; Discord: the gateway), --mode defer is refused, and an unanswered --wait closes "
@@ -115,11 +118,7 @@ def run(args: argparse.Namespace) -> int:
     if not (args.channel or args.user):
         print("ask-bridge ask: give --channel or --user", file=sys.stderr)
         return FAILED
-    try:
-        return asyncio.run(_ask(args, questions))
-    except PlatformUnavailable as exc:
-        print(f"ask-bridge ask: {exc}", file=sys.stderr)
-        return FAILED
+    return asyncio.run(_ask(args, questions))
 
 
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
@@ -138,6 +137,7 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
         print(f"ask-bridge ask: {exc}", file=sys.stderr)
         return FAILED
     runtime.check(platform)  # before anything is posted
+    await runtime.ready_to_ask(platform)
     destination = Destination(
         platform=platform.name, channel=args.channel, thread=args.thread, user=args.user
     )

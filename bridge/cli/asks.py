@@ -82,6 +82,10 @@ def _run(coro_fn: Any, args: argparse.Namespace) -> int:
         print("note: REDIS_URL is not set; using an empty in-memory store", file=sys.stderr)
 
     async def go() -> int:
+        if settings.redis_url:  # down: one line at once, not a pile of retries
+            from bridge.redis_probe import probe
+
+            await probe(settings.redis_url)
         store = open_store(settings)
         try:
             status: int = await coro_fn(store, args)

@@ -125,6 +125,7 @@ def _summary(result: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     from bridge import ToolRejected, tool_ask_user, tools_interactive
     from bridge.cli.ask import questions_from_text
+    from bridge.cli.failures import FAILED
     from bridge.tool import NO_HANDLER
 
     tool = tool_ask_user
@@ -148,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
                 "No terminal to ask on: run `ask-bridge demo` in a terminal, or script the "
                 f"answers:\n  ask-bridge demo --answers '{EXAMPLE_ANSWERS}'"
             )
-        return 2
+            return FAILED  # nothing to ask on: the environment's failure, as in every command
+        return 2  # the question set was rejected, as in `ask`
     except KeyboardInterrupt:
         _say("\ninterrupted")
         return 130

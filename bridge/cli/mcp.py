@@ -16,6 +16,8 @@ import asyncio
 import sys
 from typing import Any
 
+from bridge.cli.failures import FAILED
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
     def fail(message: str) -> int:
         print(f"ask-bridge mcp: {message}", file=sys.stderr)
-        return 2
+        return FAILED
 
     if args.wait is not None and args.wait < 0:
         return fail("--wait must be zero or more seconds")
@@ -107,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 await transport()
                 return
             try:
+                await route.runtime.ready_to_ask(route.platform)
                 async with route.runtime.own_clicks(route.platform) as receiving:
                     await receiving.guard(transport())  # a receiver's failure stops the server
             finally:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from functools import cached_property
 
 import discord
 
@@ -20,7 +19,7 @@ from bridge.platform import HttpRoute, PlatformUnavailable
 from bridge.poster import Poster
 from bridge.store.base import Store
 from platforms.discord.app import Interactions
-from platforms.discord.client import RestClient, gateway_client, login
+from platforms.discord.client import RestClient, check_login, gateway_client, login
 from platforms.discord.poster import DiscordPoster
 from platforms.discord.render import REPLIES
 from platforms.discord.settings import DiscordSettings, load_settings
@@ -39,15 +38,26 @@ class DiscordPlatform:
 
     def __init__(self, settings: DiscordSettings | None = None) -> None:
         self._settings = settings
+        self._rest: tuple[DiscordSettings, RestClient] | None = None
 
-    @cached_property
+    @property
     def settings(self) -> DiscordSettings:
+        """The settings given, else the environment's (and ``.env``'s) as they are now."""
         return self._settings or load_settings()
 
-    @cached_property
+    @property
     def rest(self) -> RestClient:
-        self.settings.bot_token()  # say what is missing before anything is asked
-        return RestClient(self.settings)
+        """One REST client per settings, shared by every poster of the process."""
+        settings = self.settings
+        settings.bot_token()  # say what is missing before anything is asked
+        if self._rest is None or self._rest[0] != settings:
+            self._rest = (settings, RestClient(settings))
+        return self._rest[1]
+
+    async def check_credentials(self) -> None:
+        """Log in over REST (the client posting will use): a refused ``DISCORD_TOKEN`` is
+        ``PlatformUnavailable``; an unreachable API is retried briefly, then named."""
+        await check_login(self.rest, self.settings.api_url)
 
     def configured(self) -> bool:
         """``DISCORD_TOKEN`` is set now (read afresh, not from the settings cached for posting):
@@ -118,6 +128,11 @@ class DiscordReceiver:
         finally:
             await stop(waiting)
             await stop(connecting)
+
+    async def connected(self) -> bool:
+        """The gateway session is up (READY seen, not closed): ``/readyz``."""
+        client = self.client
+        return client.is_ready() and not client.is_closed() and client.ws is not None
 
     async def drain(self) -> None:
         """Let clicks in flight finish (their responses need the connection's HTTP session),

@@ -9,13 +9,16 @@ reads a clicker's roles; interactions need no intent at all.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
 
+from bridge.backoff import StateLog, within
 from bridge.platform import PlatformUnavailable
 from platforms.discord.settings import DiscordSettings
 
@@ -56,6 +59,27 @@ async def login(client: discord.Client, token: str) -> None:
     except discord.LoginFailure as exc:
         await client.close()
         raise PlatformUnavailable(f"Discord refused DISCORD_TOKEN: {exc}") from exc
+    except BaseException:  # unreachable, or cancelled: no session left open behind
+        await client.close()
+        raise
+
+
+REACH_SECONDS = 10.0
+TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.DiscordServerError)
+log = logging.getLogger(__name__)
+
+
+async def check_login(rest: RestClient, api_url: str, *, seconds: float = REACH_SECONDS) -> None:
+    """Log ``rest`` in, retrying an unreachable API with capped backoff for ``seconds`` (logged
+    once); then ``PlatformUnavailable`` naming ``DISCORD_API_URL``. A refused token is already
+    ``PlatformUnavailable`` (:func:`login`)."""
+    state = StateLog(log, f"Discord API at DISCORD_API_URL={api_url}")
+    try:
+        await within(rest.get, transient=TRANSIENT, seconds=seconds, state=state)
+    except TRANSIENT as exc:
+        raise PlatformUnavailable(
+            f"cannot reach Discord's API at DISCORD_API_URL={api_url}: {exc or type(exc).__name__}"
+        ) from None
 
 
 class RestClient:

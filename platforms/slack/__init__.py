@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from functools import cached_property
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -15,6 +14,7 @@ from bridge.platform import HttpRoute, PlatformUnavailable
 from bridge.poster import Poster
 from bridge.store.base import Store
 from platforms.slack.client import make_client
+from platforms.slack.credentials import BotIdentity, check_app_token, check_bot_token
 from platforms.slack.poster import SlackPoster
 from platforms.slack.settings import SlackSettings, load_settings
 
@@ -23,21 +23,28 @@ class SlackPlatform:
     """Posting with the bot token; interactions over Socket Mode when ``SLACK_APP_TOKEN`` is set,
     else over HTTP verified with ``SLACK_SIGNING_SECRET`` (see :class:`SlackReceiver`).
 
-    The settings are read from the environment once, on first use, and one Web API client serves
-    both the poster and the receiver."""
+    The settings are read from the environment when used (so a changed environment is seen), and
+    one Web API client per token serves both the poster and the receiver."""
 
     name = "slack"
 
     def __init__(self, settings: SlackSettings | None = None) -> None:
         self._settings = settings
+        self._client: tuple[tuple[str, str | None], AsyncWebClient] | None = None
 
-    @cached_property
+    @property
     def settings(self) -> SlackSettings:
+        """The settings given, else the environment's (and ``.env``'s) as they are now."""
         return self._settings or load_settings()
 
-    @cached_property
+    @property
     def client(self) -> AsyncWebClient:
-        return make_client(self.settings.bot(), self.settings.api_url)
+        """One Web API client per token and base URL, shared by posters and the receiver."""
+        settings = self.settings
+        key = (settings.bot(), settings.api_url)
+        if self._client is None or self._client[0] != key:
+            self._client = (key, make_client(*key))
+        return self._client[1]
 
     def poster(self) -> Poster:
         return SlackPoster(self.client)
@@ -52,6 +59,14 @@ class SlackPlatform:
                 "Mode: set SLACK_APP_TOKEN (an xapp- token), or set REDIS_URL and run "
                 "`ask-bridge serve`"
             )
+
+    async def check_credentials(self) -> BotIdentity:
+        """``auth.test`` with the bot token, and the app token when Socket Mode is on: a refused
+        token is ``PlatformUnavailable`` naming its variable (see :mod:`.credentials`)."""
+        identity = await check_bot_token(self.client, self.settings.api_url)
+        if self.settings.socket_mode:
+            await check_app_token(self.settings.app(), self.settings.api_url)
+        return identity
 
     def configured(self) -> bool:
         """``SLACK_BOT_TOKEN`` is set (environment or ``.env``): ``ask-bridge serve`` serves
@@ -74,6 +89,11 @@ class SlackReceiver:
         self.app_token = settings.app() if settings.socket_mode else None
         self.signing = None if self.app_token is not None else settings.signing()
         self.app, self.interactions = build_app(store, client, signing_secret=self.signing)
+        self.link = None
+        if self.app_token is not None:
+            from platforms.slack.socket_mode import SocketModeLink
+
+            self.link = SocketModeLink(self.app, self.app_token)
 
     def routes(self) -> Sequence[HttpRoute]:
         if self.signing is None:
@@ -83,13 +103,15 @@ class SlackReceiver:
         return (events_route(self.app, self.signing),)
 
     async def run(self, ready: asyncio.Event) -> None:
-        if self.app_token is not None:
-            from platforms.slack.socket_mode import serve_socket_mode
-
-            await serve_socket_mode(self.app, self.app_token, ready)
+        if self.link is not None:
+            await self.link.run(ready)
         else:  # HTTP: the process's server delivers the requests
             ready.set()
             await asyncio.Event().wait()
+
+    async def connected(self) -> bool:
+        """Socket Mode: the connection is up now; HTTP: always (the server is the process's)."""
+        return self.link is None or await self.link.connected()
 
     async def drain(self) -> None:
         await self.interactions.drain()

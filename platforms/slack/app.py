@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
@@ -40,6 +41,15 @@ from platforms.slack.poster import SlackPoster
 from platforms.slack.render import REPLIES, form_view, loading_view, notice_view, other_view
 
 log = logging.getLogger(__name__)
+
+
+def _not_token_skipped(record: logging.LogRecord) -> bool:
+    """Bolt warns at every start that the ``SLACK_BOT_TOKEN`` it finds in the environment is
+    unused because we hand it our client (built from that very token): noise, dropped."""
+    return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+logging.getLogger("slack_bolt.AsyncApp").addFilter(_not_token_skipped)
 
 
 @dataclass

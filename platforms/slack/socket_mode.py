@@ -40,16 +40,30 @@ class _DrainingHandler(AsyncSocketModeHandler):
                 self.idle.set()
 
 
-async def serve_socket_mode(app: AsyncApp, app_token: str, ready: asyncio.Event) -> None:
-    """Stay connected until cancelled, setting ``ready`` once connected; slack_sdk reconnects on
-    its own when the link drops. Cancelled, it first lets envelopes in flight be acked."""
-    handler = _DrainingHandler(app, app_token)
-    await handler.connect_async()  # type: ignore[no-untyped-call]
-    try:
-        log.info("receiving Slack interactions over Socket Mode")
-        ready.set()
-        await asyncio.Event().wait()
-    finally:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(handler.idle.wait(), DRAIN_SECONDS)
-        await handler.close_async()  # type: ignore[no-untyped-call]
+class SocketModeLink:
+    """The Socket Mode connection of one receiver: :meth:`run` holds it, :meth:`connected` says
+    whether it is up now (``/readyz``)."""
+
+    def __init__(self, app: AsyncApp, app_token: str) -> None:
+        self.app = app
+        self.app_token = app_token
+        self._handler: _DrainingHandler | None = None
+
+    async def connected(self) -> bool:
+        handler = self._handler
+        return handler is not None and bool(await handler.client.is_connected())
+
+    async def run(self, ready: asyncio.Event) -> None:
+        """Stay connected until cancelled, setting ``ready`` once connected; slack_sdk reconnects
+        on its own when the link drops. Cancelled, it first lets envelopes in flight be acked."""
+        handler = self._handler = _DrainingHandler(self.app, self.app_token)
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        try:
+            log.info("receiving Slack interactions over Socket Mode")
+            ready.set()
+            await asyncio.Event().wait()
+        finally:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(handler.idle.wait(), DRAIN_SECONDS)
+            await handler.close_async()  # type: ignore[no-untyped-call]
+            self._handler = None

@@ -338,15 +338,24 @@ async def test_a_post_discord_refuses_raises_its_error(bot: Bot) -> None:
 
 async def test_served_beside_slack_in_one_process(fake: FakeDiscord, store: RedisStore) -> None:
     import aiohttp
+    from aiohttp import web
 
     from bridge.runtime import serving
     from platforms.discord import DiscordPlatform
     from platforms.slack import SlackPlatform
     from platforms.slack.settings import SlackSettings
 
-    slack = SlackPlatform(
-        SlackSettings(bot_token="xoxb-t", signing_secret="s", api_url="http://127.0.0.1:9/api/")
-    )
+    async def auth_test(request: web.Request) -> web.Response:  # Slack's start-up token check
+        return web.json_response({"ok": True, "user_id": "UBOT", "team": "Fake"})
+
+    app = web.Application()
+    app.router.add_post("/api/auth.test", auth_test)
+    slack_api = web.AppRunner(app)
+    await slack_api.setup()
+    site = web.TCPSite(slack_api, "127.0.0.1", 0)
+    await site.start()
+    api_url = f"http://127.0.0.1:{slack_api.addresses[0][1]}/api/"
+    slack = SlackPlatform(SlackSettings(bot_token="xoxb-t", signing_secret="s", api_url=api_url))
     discord_ = DiscordPlatform(settings_for(fake))
     async with serving([slack, discord_], store, port=0) as receiving:
         assert receiving.server is not None
@@ -359,6 +368,7 @@ async def test_served_beside_slack_in_one_process(fake: FakeDiscord, store: Redi
         assert (await fake.responded(click))["type"] == 6
         assert picks(await answered(posting, record)) == [(("Yes",), None)]
     await posting.stop()
+    await slack_api.cleanup()
 
 
 async def test_choice_and_typed_text_for_a_single_select_is_refused_keeping_the_choice(

@@ -17,6 +17,7 @@ SCOPES = {  # Web API method (as slack_sdk names it) -> bot scope it needs
     "usergroups_users_list": "usergroups:read",
     "views_open": None,
     "views_update": None,
+    "apps_connections_open": None,  # the app-level token's connections:write (start-up check)
 }
 
 

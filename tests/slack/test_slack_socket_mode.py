@@ -213,7 +213,7 @@ def test_mcp_without_redis_refuses_http_mode_it_could_not_serve(
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "secret")
     monkeypatch.setenv("ASK_BRIDGE_PLATFORM", "slack")
     monkeypatch.setenv("ASK_BRIDGE_CHANNEL", "C1")
-    assert main(["mcp"]) == 2
+    assert main(["mcp"]) == 1
     err = capsys.readouterr().err
     assert "ask-bridge mcp:" in err and "SLACK_APP_TOKEN" in err and "REDIS_URL" in err
 
@@ -283,12 +283,13 @@ async def test_standalone_ask_stopped_by_a_signal_closes_its_ask_and_exits_4(
     assert all(b["type"] != "actions" for b in message["blocks"])
 
 
-async def test_serve_in_socket_mode_holds_a_connection_and_no_http_server(
+async def test_serve_in_socket_mode_holds_a_connection_and_no_events_route(
     fake: FakeSlack, socket: FakeSocketMode
 ) -> None:
     serve = await Serve(standalone_env(fake)).start()
     await serve.stop()
     assert serve.returncode == 0
     assert [line for line in serve.log if "over Socket Mode" in line]
-    assert not [line for line in serve.log if "http://" in line]
+    assert not [line for line in serve.log if "/slack/events" in line]
+    assert [line for line in serve.log if "health and metrics at http://" in line]
     assert [c.method for c in fake.calls if c.method == "apps.connections.open"]

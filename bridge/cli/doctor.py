@@ -1,0 +1,240 @@
+"""``ask-bridge doctor``: check the configuration and say what is fine and what to fix.
+
+One row per check: every setting parsed; Redis reachable, its version, and the two settings that
+decide whether pending asks survive -- persistence (AOF or RDB snapshots) and ``maxmemory-policy``
+(anything but ``noeviction`` lets Redis evict a pending ask silently); each installed and
+configured chat platform's token (and, for Slack, its scopes against what the bridge calls), and
+the bot's access to ``--channel`` where given (a Slack id goes to Slack, a number to Discord).
+Exit 0 only when nothing needs fixing; 1 otherwise. Notes (a memory store, an optional scope)
+do not fail it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Status = Literal["ok", "FIX", "note"]
+
+
+@dataclass(frozen=True)
+class Row:
+    check: str
+    status: Status
+    detail: str
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="check settings, Redis and each platform's token; print what to fix",
+        description="Check the configuration: settings, Redis (reachable, version, persistence, "
+        "maxmemory-policy), each configured platform's token and scopes, and the bot's access to "
+        "--channel. Exit status 0 when everything needed is fine, 1 when something needs fixing.",
+    )
+    p.add_argument(
+        "--channel",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="also check the bot can post in this channel (Slack: C…, Discord: a number); repeat",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = asyncio.run(diagnose(args.channel))
+    print(table(rows))
+    return 1 if any(r.status == "FIX" for r in rows) else 0
+
+
+def table(rows: list[Row]) -> str:
+    width = max(len(r.check) for r in rows)
+    return "\n".join(f"{r.check:<{width}}  {r.status:<4}  {r.detail}" for r in rows)
+
+
+async def diagnose(channels: list[str]) -> list[Row]:
+    rows = _settings_rows()
+    rows += await _redis_rows()
+    rows += await _platform_rows(channels)
+    return rows
+
+
+def _settings_rows() -> list[Row]:
+    from bridge.logs import LogSettings
+    from bridge.settings import ChatRouteSettings, EngineSettings
+
+    rows = []
+    readers: list[tuple[str, Callable[[], object]]] = [
+        ("engine settings", EngineSettings),
+        ("log settings", LogSettings),
+        ("mcp route settings", ChatRouteSettings),
+    ]
+    for name, read in readers:
+        try:
+            read()
+        except Exception as exc:
+            rows.append(Row(name, "FIX", " ".join(str(exc).split())[:300]))
+        else:
+            rows.append(Row(name, "ok", "parsed"))
+    return rows
+
+
+async def _redis_rows() -> list[Row]:
+    from bridge.redis_probe import probe
+    from bridge.settings import EngineSettings, redacted
+    from bridge.store.base import StoreUnavailable
+
+    try:
+        url = EngineSettings().redis_url
+    except ValueError:
+        return []  # already a row above
+    if not url:
+        return [
+            Row(
+                "store",
+                "note",
+                "REDIS_URL unset: in-memory store, one process only, nothing survives a restart",
+            )
+        ]
+    try:
+        facts = await probe(url)
+    except StoreUnavailable as exc:
+        return [Row("redis", "FIX", str(exc))]
+    rows = [Row("redis", "ok", f"reachable at {redacted(url)}, version {facts.version}")]
+    if facts.persistent is None:
+        rows.append(Row("redis persistence", "note", "could not read CONFIG; check AOF or RDB"))
+    elif facts.persistent:
+        on = " and ".join(n for n, v in (("AOF", facts.aof), ("RDB", facts.rdb)) if v)
+        rows.append(Row("redis persistence", "ok", f"{on} on"))
+    else:
+        rows.append(
+            Row(
+                "redis persistence",
+                "FIX",
+                "neither AOF nor RDB is on: a Redis restart loses every pending ask "
+                "(set appendonly yes)",
+            )
+        )
+    if facts.maxmemory_policy == "noeviction":
+        rows.append(Row("redis maxmemory-policy", "ok", "noeviction"))
+    else:
+        rows.append(
+            Row(
+                "redis maxmemory-policy",
+                "FIX",
+                f"{facts.maxmemory_policy}: Redis may evict pending asks silently when full "
+                "(set maxmemory-policy noeviction)",
+            )
+        )
+    return rows
+
+
+async def _platform_rows(channels: list[str]) -> list[Row]:
+    from bridge.platform import (
+        Platform,
+        PlatformUnavailable,
+        available_platforms,
+        load_platform,
+    )
+
+    rows: list[Row] = []
+    any_configured = False
+    for name in available_platforms():
+        try:
+            found = load_platform(name)
+        except PlatformUnavailable as exc:
+            rows.append(Row(name, "note", f"not installed: {exc}"))
+            continue
+        if not isinstance(found, Platform):
+            continue  # the console
+        try:
+            configured = found.configured()
+        except PlatformUnavailable as exc:
+            rows.append(Row(name, "FIX", str(exc)))
+            continue
+        if not configured:
+            rows.append(Row(name, "note", "not configured (no token set)"))
+            continue
+        any_configured = True
+        mine = [c for c in channels if c.isdigit() == (name == "discord")]
+        try:
+            rows += await _check(name, found, mine)
+        except PlatformUnavailable as exc:
+            rows.append(Row(f"{name} token", "FIX", str(exc)))
+    if not any_configured:
+        rows.append(Row("platforms", "FIX", "no chat platform is configured"))
+    return rows
+
+
+async def _check(name: str, platform: Any, channels: list[str]) -> list[Row]:
+    if name == "slack":
+        return await _slack(platform, channels)
+    if name == "discord":
+        return await _discord(platform, channels)
+    from bridge.platform import check_credentials
+
+    await check_credentials(platform)
+    return [Row(f"{name} token", "ok", "accepted")]
+
+
+async def _slack(platform: Any, channels: list[str]) -> list[Row]:
+    from slack_sdk.errors import SlackApiError
+
+    from platforms.slack.credentials import NEEDED_SCOPES, OPTIONAL_SCOPES
+
+    identity = await platform.check_credentials()
+    mode = "Socket Mode" if platform.settings.socket_mode else "HTTP (SLACK_SIGNING_SECRET)"
+    rows = [Row("slack token", "ok", f"bot {identity.user_id} in {identity.team}; {mode}")]
+    if not platform.settings.socket_mode:
+        try:
+            platform.settings.signing()
+        except Exception as exc:
+            rows.append(Row("slack signing secret", "FIX", str(exc)))
+    if identity.scopes is None:
+        rows.append(Row("slack scopes", "note", "Slack did not list the token's scopes"))
+    else:
+        missing = [s for s in NEEDED_SCOPES if s not in identity.scopes]
+        optional = [s for s in OPTIONAL_SCOPES if s not in identity.scopes]
+        if missing:
+            rows.append(Row("slack scopes", "FIX", f"missing {', '.join(missing)}"))
+        elif optional:
+            rows.append(
+                Row("slack scopes", "note", f"no {', '.join(optional)}: user-group answerers fail")
+            )
+        else:
+            rows.append(Row("slack scopes", "ok", ", ".join(sorted(identity.scopes))))
+    for channel in channels:
+        check = f"slack channel {channel}"
+        try:
+            info = await platform.client.conversations_info(channel=channel)
+        except SlackApiError as exc:
+            rows.append(Row(check, "FIX", f"{exc.response.get('error')}: invite the bot there"))
+            continue
+        member = info.get("channel", {}).get("is_member")
+        if member is False:
+            rows.append(Row(check, "FIX", "the bot is not a member: /invite it to the channel"))
+        else:
+            rows.append(Row(check, "ok", "the bot is a member"))
+    return rows
+
+
+async def _discord(platform: Any, channels: list[str]) -> list[Row]:
+    import discord
+
+    await platform.check_credentials()
+    client = await platform.rest.get()
+    rows = [Row("discord token", "ok", f"bot {client.user} (application {client.application_id})")]
+    for channel in channels:
+        check = f"discord channel {channel}"
+        try:
+            await client.fetch_channel(int(channel))
+        except discord.HTTPException as exc:
+            rows.append(Row(check, "FIX", f"{exc.text or exc}: invite the bot, let it view it"))
+        else:
+            rows.append(Row(check, "ok", "the bot can see it"))
+    await platform.rest.aclose()
+    return rows

@@ -1,0 +1,201 @@
+"""What an operator watches: Prometheus metrics and one log line per lifecycle step of an ask.
+
+Each step of an ask's life -- created, posted, a click's verdict, answered, expired, cancelled,
+resumed (the waiting call returned the answers), handed to the feed -- is one call here, made
+where the step happens (:mod:`bridge.asking`, :mod:`bridge.answering`, :mod:`bridge.sweeper`), so
+the metric and the log line cannot disagree. The log line (logger ``bridge.lifecycle``, INFO)
+carries the ask id, platform, channel, user id and outcome as fields (``LOG_FORMAT=json`` prints
+them, :mod:`bridge.logs`); never a token, and the question text only with ``LOG_QUESTIONS=1``.
+
+``ask-bridge serve`` exposes the metrics at ``GET /metrics`` (:mod:`bridge.http_server`); every
+series is labelled by platform where one applies.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, ParamSpec, Protocol, TypeVar
+
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+
+from bridge.record import AskRecord
+
+log = logging.getLogger("bridge.lifecycle")
+_P = ParamSpec("_P")
+_V = TypeVar("_V", bound="_Judged")
+UNKNOWN = "unknown"
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.5, 5.0, 10.0)
+ANSWER_BUCKETS = (5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14400.0, 86400.0)
+
+ASKS_CREATED = Counter("ask_bridge_asks_created", "Asks created", ["platform"])
+ASKS_ENDED = Counter(
+    "ask_bridge_asks_ended",
+    "Asks ended, by how: answered, expired, cancelled (counted by the process that ended them)",
+    ["platform", "status"],
+)
+CLICKS = Counter(
+    "ask_bridge_clicks", "Clicks and form submissions judged, by verdict", ["platform", "outcome"]
+)
+TIME_TO_ANSWER = Histogram(
+    "ask_bridge_time_to_answer_seconds",
+    "From an ask's creation to the click that answered it",
+    ["platform"],
+    buckets=ANSWER_BUCKETS,
+)
+ACK_LATENCY = Histogram(
+    "ask_bridge_interaction_ack_seconds",
+    "From receiving a click to acknowledging it (the verdict stored, unless the store was slow)",
+    ["platform"],
+    buckets=LATENCY_BUCKETS,
+)
+ANSWER_TO_RESUME = Histogram(
+    "ask_bridge_answer_to_resume_seconds",
+    "From the answering click to the waiting tool call returning the answers",
+    ["platform"],
+    buckets=LATENCY_BUCKETS,
+)
+STORE_ERRORS = Counter(
+    "ask_bridge_store_errors", "Store operations that found the store unreachable", ["op"]
+)
+PLATFORM_ERRORS = Counter(
+    "ask_bridge_platform_errors",
+    "Platform API calls that failed (kind: post, update, ratelimited)",
+    ["platform", "kind"],
+)
+PENDING = Gauge("ask_bridge_pending_asks", "Asks pending in the store", ["platform"])
+
+
+class _Judged(Protocol):
+    @property
+    def outcome(self) -> Any: ...
+
+    @property
+    def record(self) -> AskRecord | None: ...
+
+
+def exposition() -> tuple[bytes, str]:
+    """The metrics in Prometheus' text format, and its content type."""
+    return generate_latest(), CONTENT_TYPE_LATEST
+
+
+def step(name: str, record: AskRecord, *, user_id: str | None = None, outcome: str = "") -> None:
+    """Log one lifecycle step of ``record`` with its fields."""
+    dest = record.destination
+    fields: dict[str, Any] = {
+        "ask_id": record.id,
+        "step": name,
+        "platform": dest.platform,
+        "channel": dest.channel or (record.message.channel if record.message else None),
+        "user_id": user_id,
+        "outcome": outcome or None,
+    }
+    if log_questions():
+        fields["questions"] = [q.question for q in record.questions.questions]
+    shown = f" ({outcome})" if outcome else ""
+    who = f" by {user_id}" if user_id else ""
+    log.info("ask %s %s%s%s", record.id, name, who, shown, extra={"fields": fields})
+
+
+def log_questions() -> bool:
+    from bridge.logs import settings
+
+    return settings().log_questions
+
+
+def created(record: AskRecord) -> None:
+    ASKS_CREATED.labels(record.destination.platform).inc()
+    step("created", record)
+
+
+def posted(record: AskRecord) -> None:
+    step("posted", record)
+
+
+def post_failed(record: AskRecord) -> None:
+    PLATFORM_ERRORS.labels(record.destination.platform, "post").inc()
+    step("post_failed", record, outcome="cancelled")
+
+
+def ended(record: AskRecord, *, user_id: str | None = None) -> None:
+    """``record`` ended (answered, expired, cancelled) by this process's doing."""
+    platform = record.destination.platform
+    ASKS_ENDED.labels(platform, record.status.value).inc()
+    if record.status.value == "answered":
+        TIME_TO_ANSWER.labels(platform).observe(max(0.0, _answered_at(record) - record.created_at))
+    step(record.status.value, record, user_id=user_id, outcome=record.status.value)
+
+
+def resumed(record: AskRecord) -> None:
+    """The waiting call returned ``record``'s answers."""
+    seconds = max(0.0, time.time() - _answered_at(record))
+    ANSWER_TO_RESUME.labels(record.destination.platform).observe(seconds)
+    step("resumed", record, outcome="answered")
+
+
+def deferred(record: AskRecord) -> None:
+    """The call returned without the answer: it will be handed to the answers feed."""
+    step("deferred", record, outcome="to the feed")
+
+
+def platform_of(record: AskRecord | None) -> str:
+    return record.destination.platform if record is not None else UNKNOWN
+
+
+def acked(platform: str, seconds: float) -> None:
+    ACK_LATENCY.labels(platform).observe(seconds)
+
+
+def store_error(op: str) -> None:
+    STORE_ERRORS.labels(op).inc()
+
+
+def platform_error(platform: str, kind: str) -> None:
+    PLATFORM_ERRORS.labels(platform, kind).inc()
+
+
+def set_pending(counts: Mapping[str, int]) -> None:
+    """The pending asks per platform, as last counted (platforms not listed: 0)."""
+    for labels in list(PENDING._metrics):
+        if labels[0] not in counts:
+            PENDING.labels(*labels).set(0)
+    for platform, count in counts.items():
+        PENDING.labels(platform).set(count)
+
+
+def judged(
+    judge: Callable[_P, Coroutine[Any, Any, _V]],
+) -> Callable[_P, Coroutine[Any, Any, _V]]:
+    """Decorate an :class:`~bridge.answering.Answering` judging method (whose arguments include
+    the ``who`` :class:`~bridge.answering.Caller`): count and log its verdict, and the answer
+    when the verdict took it."""
+
+    @functools.wraps(judge)
+    async def run(*args: _P.args, **kwargs: _P.kwargs) -> _V:
+        verdict = await judge(*args, **kwargs)
+        record = verdict.record
+        who = kwargs.get("who") or next((a for a in args if hasattr(a, "user_id")), None)
+        user_id = getattr(who, "user_id", None)
+        outcome = str(getattr(verdict.outcome, "value", verdict.outcome))
+        platform = platform_of(record)
+        CLICKS.labels(platform, outcome).inc()
+        if record is not None:
+            step("click", record, user_id=user_id, outcome=outcome)
+            if outcome == "accepted" and record.status.value == "answered":
+                ended(record, user_id=user_id)
+        else:
+            log.info(
+                "click by %s on an unknown ask (%s)",
+                user_id,
+                outcome,
+                extra={"fields": {"user_id": user_id, "outcome": outcome, "step": "click"}},
+            )
+        return verdict
+
+    return run
+
+
+def _answered_at(record: AskRecord) -> float:
+    return record.answered_at or record.closed_at or time.time()

@@ -1,0 +1,82 @@
+"""Slack's credentials checked at start: ``auth.test`` for the bot token, ``apps.connections.open``
+for the app-level token.
+
+A refused token stops the process in one line naming the variable (instead of Socket Mode's
+endless reconnect loop, or an HTTP-mode ``serve`` that says ``ready`` and then fails every post).
+A Slack API that cannot be reached is retried with capped backoff for a short while, logged once,
+then reported naming ``SLACK_API_URL``. ``ask-bridge doctor`` reads the same answers for the
+token's scopes and the bot's channel membership.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bridge.backoff import StateLog, within
+from bridge.platform import PlatformUnavailable
+
+NEEDED_SCOPES = ("chat:write",)
+"""Bot scopes every use needs (``usergroups:read`` only when an answerer is a user group)."""
+OPTIONAL_SCOPES = ("usergroups:read",)
+TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
+REACH_SECONDS = 10.0
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BotIdentity:
+    """Who the bot token is: ``scopes`` is ``None`` when Slack did not say (no header)."""
+
+    user_id: str
+    team: str
+    scopes: frozenset[str] | None
+
+
+async def check_bot_token(
+    client: AsyncWebClient, api_url: str, *, seconds: float = REACH_SECONDS
+) -> BotIdentity:
+    """``auth.test`` with ``SLACK_BOT_TOKEN``; ``PlatformUnavailable`` (one line) if refused or
+    unreachable for ``seconds``."""
+    response = await _call(lambda: client.auth_test(), "SLACK_BOT_TOKEN", api_url, seconds=seconds)
+    header = {k.lower(): v for k, v in (response.headers or {}).items()}.get("x-oauth-scopes")
+    scopes = None if header is None else frozenset(s.strip() for s in header.split(",") if s)
+    return BotIdentity(
+        user_id=str(response.get("user_id", "")), team=str(response.get("team", "")), scopes=scopes
+    )
+
+
+async def check_app_token(app_token: str, api_url: str, *, seconds: float = REACH_SECONDS) -> None:
+    """``apps.connections.open`` with ``SLACK_APP_TOKEN`` (what Socket Mode will do next);
+    ``PlatformUnavailable`` (one line) if refused or unreachable for ``seconds``."""
+    client = AsyncWebClient(token=app_token, base_url=api_url)
+    await _call(
+        lambda: client.apps_connections_open(app_token=app_token),
+        "SLACK_APP_TOKEN",
+        api_url,
+        seconds=seconds,
+    )
+
+
+async def _call(
+    attempt: Callable[[], Awaitable[Any]], variable: str, api_url: str, *, seconds: float
+) -> Any:
+    state = StateLog(log, f"Slack API at SLACK_API_URL={api_url}")
+    try:
+        return await within(attempt, transient=TRANSIENT, seconds=seconds, state=state)
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else None
+        raise PlatformUnavailable(
+            f"Slack refused {variable} ({error or exc}): set a valid token"
+        ) from None
+    except TRANSIENT as exc:
+        raise PlatformUnavailable(
+            f"cannot reach Slack's API at SLACK_API_URL={api_url}: {exc or type(exc).__name__}"
+        ) from None

@@ -1,0 +1,108 @@
+"""Slack at start: a refused token stops a command in one line (not a retry loop, not a `ready`
+that fails later), an unreachable API is retried briefly and logged once, a busy port is one
+line, and Bolt's warning about the unused token is gone."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+from payloads import SIGNING_SECRET
+from procs import Serve, cli_env
+
+from bridge.platform import PlatformUnavailable
+from platforms.slack.client import make_client
+from platforms.slack.credentials import check_bot_token
+
+
+async def run_cli(cwd: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
+    """A command run to its end (at most 30 s): its status and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bridge.cli", *args, cwd=cwd, env=env,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    return proc.returncode or 0, err.decode()
+
+
+def the_line(err: str, command: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith(f"ask-bridge {command}: ")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+async def test_http_mode_serve_with_a_refused_token_exits_1_naming_it(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    env = cli_env(
+        SLACK_BOT_TOKEN="xoxb-revoked", SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=fake.url
+    )
+    started = time.monotonic()
+    status, err = await run_cli(tmp_path, env, "serve", "--port", "0")
+    assert status == 1 and time.monotonic() - started < 15
+    line = the_line(err, "serve")
+    assert "Slack refused SLACK_BOT_TOKEN (invalid_auth)" in line
+    assert "ready" not in err
+
+
+async def test_socket_mode_ask_with_a_refused_app_token_exits_1_naming_it(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    (tmp_path / "q.json").write_text(
+        '[{"question": "Which?", "header": "Which", "multiSelect": false, "options": '
+        '[{"label": "a", "description": "a"}, {"label": "b", "description": "b"}]}]'
+    )
+    env = cli_env(SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_APP_TOKEN="xapp-wrong", SLACK_API_URL=fake.url)
+    status, err = await run_cli(tmp_path, env, "ask", "--channel", "C0GENERAL", "q.json")
+    assert status == 1
+    assert "Slack refused SLACK_APP_TOKEN (invalid_auth)" in the_line(err, "ask")
+    assert not fake.ok_calls("chat.postMessage")  # checked before anything was posted
+
+
+async def test_an_unreachable_api_is_retried_briefly_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/api/"
+    client = make_client(BOT_TOKEN, url)
+    caplog.set_level(logging.INFO, logger="platforms.slack.credentials")
+    with pytest.raises(
+        PlatformUnavailable, match=f"cannot reach Slack's API at SLACK_API_URL={url}"
+    ):
+        await check_bot_token(client, url, seconds=1.2)
+    said = [r for r in caplog.records if r.name == "platforms.slack.credentials"]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING  # several attempts, one line
+
+
+async def test_serve_on_a_busy_port_is_one_line(fake: FakeSlack, tmp_path: Path) -> None:
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=fake.url
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        status, err = await run_cli(tmp_path, env, "serve", "--port", str(port))
+    assert status == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in the_line(err, "serve")
+
+
+async def test_a_good_start_has_no_bolt_token_warning(fake: FakeSlack) -> None:
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_APP_TOKEN=APP_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET,
+        SLACK_API_URL=fake.url,
+    )  # fmt: skip
+    env.pop("SLACK_APP_TOKEN")  # HTTP mode: no socket server needed
+    serve = await Serve(env).start()
+    await serve.stop()
+    assert serve.returncode == 0
+    assert not [line for line in serve.log if "will be unused" in line], serve.log
+    assert fake.ok_calls("auth.test")

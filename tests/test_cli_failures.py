@@ -1,0 +1,151 @@
+"""Every command fails fast in one line with exit status 1: bad settings, Redis down, a busy port,
+a missing extra; a closed stdout ends quietly; ``.env`` holds every setting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from procs import INHERITED
+
+from bridge.cli import main
+from bridge.cli.demo import EXAMPLE_ANSWERS
+from bridge.platform import PlatformUnavailable
+
+COMMANDS = [
+    ["list"],
+    ["show", "abc"],
+    ["cancel", "abc"],
+    ["serve", "--port", "0"],
+    ["mcp"],
+    ["ask", "--channel", "C1", "-"],
+    ["doctor"],
+]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    for name in list(os.environ):
+        if name.startswith((*INHERITED, "LOG_")):
+            monkeypatch.delenv(name)
+
+
+def one_line(capsys: pytest.CaptureFixture[str], command: str) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith(f"ask-bridge {command}: ")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("REDIS_URL", "http://x", "REDIS_URL: use a redis://"),
+        ("ASK_BRIDGE_RETENTION", "abc", "ASK_BRIDGE_RETENTION: "),
+        ("REDIS_MAX_CONNECTIONS", "1", "REDIS_MAX_CONNECTIONS: "),
+        ("LOG_LEVEL", "loud", "LOG_LEVEL: "),
+    ],
+)
+@pytest.mark.parametrize("argv", COMMANDS[:-1], ids=lambda a: a[0])
+def test_a_bad_setting_is_one_line_and_status_1_in_every_command(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    variable: str,
+    value: str,
+    said: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setattr("sys.stdin", open(os.devnull))
+    from bridge.logs import settings
+
+    settings.cache_clear()
+    try:
+        assert main(argv) == 1
+    finally:
+        settings.cache_clear()
+    assert said in one_line(capsys, argv[0])
+
+
+@pytest.mark.parametrize("argv", [["list"], ["show", "abc"], ["cancel", "abc"]], ids=str)
+def test_redis_down_is_named_once_with_the_password_redacted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://:s3cret@127.0.0.1:1/0")
+    started = time.monotonic()
+    assert main(argv) == 1
+    assert time.monotonic() - started < 3  # at once, not after the store's retries
+    line = one_line(capsys, argv[0])
+    assert "cannot reach Redis at REDIS_URL=redis://:***@127.0.0.1:1/0: " in line
+    assert "s3cret" not in line
+
+
+def test_ask_with_redis_down_says_so_before_posting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-unused")
+    monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:1/api/")  # never reached
+    questions = tmp_path / "q.json"
+    questions.write_text(
+        '[{"question": "Which?", "header": "Which", "multiSelect": false, "options": '
+        '[{"label": "a", "description": "a"}, {"label": "b", "description": "b"}]}]'
+    )
+    started = time.monotonic()
+    assert main(["ask", "--channel", "C1", str(questions)]) == 1
+    assert time.monotonic() - started < 3
+    assert "cannot reach Redis at REDIS_URL=redis://127.0.0.1:1: " in one_line(capsys, "ask")
+
+
+def test_a_missing_extra_names_the_pip_install() -> None:
+    code = (
+        "import sys; sys.modules['anyio'] = None; sys.modules['mcp'] = None\n"
+        "from bridge.cli import main; sys.exit(main(['mcp']))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert (
+        done.stderr.strip().splitlines()
+        == [
+            "ask-bridge mcp: this needs the mcp extra (module 'anyio' is missing): "
+            "pip install 'ask-bridge[mcp]'"
+        ]
+        or "pip install 'ask-bridge[mcp]'" in done.stderr.strip()
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_a_reader_that_goes_away_ends_it_quietly() -> None:
+    """``ask-bridge show ID | head``: output to a closed pipe is no traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli", "demo", "--answers", EXAMPLE_ANSWERS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before it writes: every write meets a closed pipe
+    err = proc.stderr.read()
+    assert proc.wait(60) == 141, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_the_mcp_destination_is_read_from_dotenv_too(tmp_path: Path) -> None:
+    from bridge.mcp_server import chat_route_from_env
+
+    (tmp_path / ".env").write_text("ASK_BRIDGE_PLATFORM=console\nASK_BRIDGE_CHANNEL=C1\n")
+    with pytest.raises(PlatformUnavailable, match="ASK_BRIDGE_PLATFORM=console cannot work"):
+        chat_route_from_env()
+
+
+def test_help_of_every_command_documents_status_1(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in [*COMMANDS, ["demo"]]:
+        with pytest.raises(SystemExit):
+            main([argv[0], "--help"])
+        assert "Exit status 1" in " ".join(capsys.readouterr().out.split()), argv[0]
