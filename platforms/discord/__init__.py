@@ -31,8 +31,8 @@ class DiscordPlatform:
     """Posting over REST with ``DISCORD_TOKEN``; clicks over the gateway (a connection the
     receiver holds, so it works in any process, standalone ``ask`` included).
 
-    The settings are read from the environment once, on first use; one REST client serves every
-    poster of the process."""
+    The settings are read from the environment when used (so a changed environment is seen); one
+    REST client per settings serves every poster of the process."""
 
     name = "discord"
 
