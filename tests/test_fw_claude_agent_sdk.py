@@ -3,24 +3,43 @@
 Called directly with the SDK's real types (no CLI): the callback receives what Claude Code sends
 for AskUserQuestion and must return the SDK's permission result with ``answers`` keyed by question
 text, as the SDK documents (labels; several joined with ", "; typed text as it is).
+
+Deferral through ``defer_hooks``: the SDK's ``query()`` / ``ClaudeSDKClient`` run end to end over
+its control protocol against the scripted Claude Code of ``examples/claude_agent_sdk_defer.py``
+(no CLI, no model): "defer" stops the run, and resuming the session replays the call.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
+import runpy
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from claude_agent_sdk import (
     ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookContext,
     PermissionResultAllow,
     PermissionResultDeny,
+    ResultMessage,
     ToolPermissionContext,
+    query,
 )
 
-from bridge import Answer, AskUserDeferred, Question, tools_interactive
-from bridge.frameworks.claude_agent_sdk import can_use_tool
+from bridge import Answer, AskUserDeferred, Question, QuestionSet, tools_interactive
+from bridge.asking import AskPolicy, ChatHandler
+from bridge.frameworks.claude_agent_sdk import ask_ids, can_use_tool, defer_hooks, resume_options
+from bridge.memory_poster import MemoryPoster
+from bridge.record import AskRecord, AskStatus, Destination, Responder
+from bridge.store.base import Delivery
+from bridge.store.memory import MemoryStore
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude_agent_permissions.py"
 CTX = ToolPermissionContext(tool_use_id="toolu_01")
@@ -250,3 +269,201 @@ async def test_example_runs() -> None:
     spec.loader.exec_module(module)
     updated = await module.demo()
     assert updated["answers"] == {"Which database should the service use?": "Postgres"}
+
+
+# -- deferral the SDK's way: a PreToolUse hook answering "defer", resumed from the feed ---------
+
+DEFER_EXAMPLE = EXAMPLE.with_name("claude_agent_sdk_defer.py")
+HOOK_CTX: HookContext = {"signal": None}
+
+
+def defer_example() -> Any:
+    """The deferral example as a module: its ScriptedClaudeCode plays the CLI over the SDK's
+    control protocol (initialize, hook_callback requests, result frames)."""
+    spec = importlib.util.spec_from_file_location("claude_agent_sdk_defer_example", DEFER_EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pre_tool_use(tool_input: dict[str, Any], tool_name: str = "AskUserQuestion") -> Any:
+    return {
+        "hook_event_name": "PreToolUse", "session_id": "s1", "transcript_path": "", "cwd": "",
+        "tool_name": tool_name, "tool_input": tool_input, "tool_use_id": "toolu_9",
+    }  # fmt: skip
+
+
+def the_hook(options: ClaudeAgentOptions) -> Any:
+    assert options.hooks is not None
+    [matcher] = options.hooks["PreToolUse"]
+    assert matcher.matcher == "AskUserQuestion"
+    [hook] = matcher.hooks
+    return hook
+
+
+async def run_to_result(claude: Any, options: ClaudeAgentOptions) -> ResultMessage:
+    messages = [m async for m in query(prompt="Plan.", options=options, transport=claude(options))]
+    assert isinstance(messages[-1], ResultMessage)
+    return messages[-1]
+
+
+async def resume_to_result(claude: Any, options: ClaudeAgentOptions) -> ResultMessage:
+    async with ClaudeSDKClient(options, transport=claude(options)) as client:
+        messages = [m async for m in client.receive_response()]
+    assert isinstance(messages[-1], ResultMessage)
+    return messages[-1]
+
+
+async def test_defer_stops_the_run_and_the_feed_resumes_the_same_session() -> None:
+    """ChatHandler in defer mode posts the question; the hook answers "defer", so the run stops
+    with the call in deferred_tool_use; a teammate answers through the store; the feed's delivery
+    resumes the same session, the replayed call is allowed with the answers, and Claude goes on."""
+    example = defer_example()
+    claude = example.ScriptedClaudeCode()
+    store, poster = MemoryStore(), MemoryPoster()
+    handler = ChatHandler(
+        poster, store, Destination(platform="memory", channel="C1"), AskPolicy(mode="defer")
+    )
+    options = ClaudeAgentOptions(hooks=defer_hooks(handler))
+
+    stopped = await run_to_result(claude, options)
+    assert stopped.stop_reason == "tool_deferred" and stopped.result is None
+    assert stopped.deferred_tool_use is not None
+    assert stopped.deferred_tool_use.id == "toolu_1"
+    assert claude.decisions == [{"hookEventName": "PreToolUse", "permissionDecision": "defer"}]
+    posted = await poster.next_post()
+    assert ask_ids(options, stopped) == {posted.id: "toolu_1"}
+
+    question = example.QUESTION["question"]
+    answer = Answer(question=question, selected=("Summary",))
+    assert (await store.submit(posted.id, Responder(user_id="U1"), [answer])).ok
+    feed = store.feed("agent")
+    assert isinstance(feed, AsyncGenerator)
+    delivery = await asyncio.wait_for(anext(feed), timeout=10)
+    assert delivery.record.id == posted.id
+
+    resumed = resume_options(options, stopped, delivery)
+    assert resumed.resume == stopped.session_id and options.resume is None
+    done = await resume_to_result(claude, resumed)
+    await store.ack(delivery)
+    await feed.aclose()
+    assert done.session_id == stopped.session_id  # the same session, not a new one
+    assert done.result == "Writing them as: Summary"
+    assert claude.decisions[1] == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "updatedInput": {**example.ASKED, "answers": {question: "Summary"}},
+    }
+    assert len(poster.posts) == 1  # asked once; the replay did not ask again
+
+
+def _record(status: AskStatus, answers: tuple[Answer, ...] | None, ask_id: str) -> AskRecord:
+    raw = defer_example().ASKED
+    return AskRecord(
+        id=ask_id,
+        questions=QuestionSet.model_validate(raw),
+        destination=Destination(platform="memory"),
+        expires_at=time.time() + 60,
+        status=status,
+        deferred=True,
+        answers=answers,
+    )
+
+
+def deferring(ask_id: str) -> Any:
+    return lambda qs, ctx: AskUserDeferred(extra={"ask_id": ask_id})
+
+
+async def test_resumed_in_another_process_and_an_expired_ask_is_denied_with_the_reason() -> None:
+    claude = defer_example().ScriptedClaudeCode()
+    first = ClaudeAgentOptions(hooks=defer_hooks(deferring("ask-9")))
+    stopped = await run_to_result(claude, first)
+    kept = ask_ids(first, stopped)
+    assert kept == {"ask-9": "toolu_1"}
+
+    fresh = ClaudeAgentOptions(hooks=defer_hooks(deferring("never-asked-again")))  # a restart
+    expired = Delivery(delivery_id="1", record=_record(AskStatus.EXPIRED, None, "ask-9"))
+    with pytest.raises(LookupError, match="ask id 'ask-9' is not the deferred call's"):
+        resume_options(fresh, stopped, expired)  # the ask ids were not kept
+    done = await resume_to_result(claude, resume_options(fresh, stopped, expired, calls=kept))
+    assert claude.decisions[1]["permissionDecision"] == "deny"
+    reason = json.loads(claude.decisions[1]["permissionDecisionReason"])
+    assert reason["status"] == "expired"
+    assert reason["error"] == "nobody answered before the questions expired"
+    assert done.result is not None and done.result.startswith("Not asked: ")
+
+
+async def test_a_replay_before_the_answer_defers_again_without_asking_again() -> None:
+    asked: list[list[Question]] = []
+
+    def handler(questions: list[Question], context: dict[str, Any]) -> AskUserDeferred:
+        asked.append(questions)
+        return AskUserDeferred(extra={"ask_id": "ask-3"})
+
+    claude = defer_example().ScriptedClaudeCode()
+    options = ClaudeAgentOptions(hooks=defer_hooks(handler))
+    stopped = await run_to_result(claude, options)
+    again = await resume_to_result(claude, replace(options, resume=stopped.session_id))
+    assert again.stop_reason == "tool_deferred"
+    assert [d["permissionDecision"] for d in claude.decisions] == ["defer", "defer"]
+    assert len(asked) == 1
+    assert ask_ids(options, again) == {"ask-3": "toolu_1"}
+
+
+async def test_resume_options_refuses_what_it_cannot_resume() -> None:
+    claude = defer_example().ScriptedClaudeCode()
+    options = ClaudeAgentOptions(hooks=defer_hooks(deferring("ask-2")))
+    stopped = await run_to_result(claude, options)
+    other = _record(AskStatus.ANSWERED, (Answer(question="Q", other_text="x"),), "other")
+    with pytest.raises(LookupError, match=r"ask id 'other' is not the deferred call's.*ask-2"):
+        resume_options(options, stopped, other)
+    with pytest.raises(LookupError, match="have no defer_hooks"):
+        resume_options(ClaudeAgentOptions(), stopped)
+
+    answered = await run_to_result(claude, ClaudeAgentOptions(hooks=defer_hooks(answer_first)))
+    assert answered.stop_reason is None and answered.deferred_tool_use is None
+    assert ask_ids(options, answered) == {}
+    with pytest.raises(LookupError, match="did not stop on a deferred call"):
+        resume_options(options, answered)
+
+
+def answer_first(questions: list[Question], context: dict[str, Any]) -> dict[str, str]:
+    return {q.question: q.options[0].label for q in questions}
+
+
+async def test_the_hook_decides_answers_fixes_and_failures_like_can_use_tool() -> None:
+    answered = await the_hook(ClaudeAgentOptions(hooks=defer_hooks(answer_first)))(
+        pre_tool_use(INPUT), "toolu_9", HOOK_CTX
+    )
+    assert answered["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert answered["hookSpecificOutput"]["updatedInput"]["answers"] == {
+        "Which database?": "Postgres",
+        "Which extras?": "Auth",
+        "Deploy where?": "Fly",
+    }
+
+    bad = {"questions": [{"question": "Q?", "header": "A header far too long", "options": []}]}
+    hook = the_hook(ClaudeAgentOptions(hooks=defer_hooks(answer_first)))
+    fix = (await hook(pre_tool_use(bad), "toolu_9", HOOK_CTX))["hookSpecificOutput"]
+    assert fix["permissionDecision"] == "deny"
+    assert "questions[0].header" in fix["permissionDecisionReason"]
+
+    def broken(qs: Any, ctx: Any) -> Any:
+        raise ConnectionError("Slack unreachable")
+
+    failed = await the_hook(ClaudeAgentOptions(hooks=defer_hooks(broken)))(
+        pre_tool_use(INPUT), "toolu_9", HOOK_CTX
+    )
+    assert failed["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "could not get the person's answer: Slack unreachable",
+    }
+    # Another tool is none of its business (the matcher already keeps them away).
+    assert await hook(pre_tool_use({"command": "ls"}, "Bash"), "toolu_9", HOOK_CTX) == {}
+
+
+def test_defer_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    runpy.run_path(str(DEFER_EXAMPLE), run_name="__main__")
+    assert capsys.readouterr().out.strip() == "Writing them as: Full"

@@ -9,10 +9,27 @@ questions go to Slack, Discord or the terminal like any ``ask_user`` call::
 
     options = ClaudeAgentOptions(can_use_tool=can_use_tool(chat_handler))
 
-The SDK cannot defer: the call must be answered or refused while Claude waits. A handler that
-defers (or fails, or gets a malformed question set) is reported as a denial whose message Claude
-reads -- for a deferral, the instructions to end the turn and wait for the answers in the next
-message.
+``can_use_tool`` must decide while Claude waits: a handler that defers there (or fails, or gets a
+malformed question set) is reported as a denial whose message Claude reads -- for a deferral, the
+instructions to end the turn and wait for the answers in the next message.
+
+Deferral the SDK's own way is a ``PreToolUse`` hook: :func:`defer_hooks` asks ``AskUserQuestion``
+through the handler there, and when the handler defers the hook answers ``permissionDecision:
+"defer"``, so the run stops with ``ResultMessage(stop_reason="tool_deferred")`` and the call in
+``deferred_tool_use`` (the model sees no deferral). :func:`ask_ids` maps the deferred ask id to its
+tool use id. When the answer arrives on the answers feed, :func:`resume_options` gives the options
+that resume the *same* session (``resume=session_id``): Claude Code replays the deferred call, the
+hook allows it with the answers in ``updatedInput`` (or, for an expired or cancelled ask, denies
+it saying why), and the run goes on::
+
+    options = ClaudeAgentOptions(hooks=defer_hooks(chat_handler))
+    ...  # the run ends with result.stop_reason == "tool_deferred"
+    async with ClaudeSDKClient(resume_options(options, result, delivery)) as client:
+        async for message in client.receive_response(): ...
+
+Resume with ``ClaudeSDKClient`` and no prompt, not ``query()``: the replayed call's hook needs
+stdin open, and ``query()`` closes it at once when the prompt stream is empty. Claude Code honours
+``"defer"`` only when the turn holds that one tool call (v2.1.89+).
 
 Every other tool's permission request (Bash, Write, ...) is asked through the *same* handler, as
 one two-option question -- "Allow" / "Deny", header "Permission", naming the tool and showing a
@@ -27,17 +44,28 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
+    ResultMessage,
     ToolPermissionContext,
 )
-from claude_agent_sdk.types import CanUseTool, PermissionResult
+from claude_agent_sdk.types import CanUseTool, HookEvent, PermissionResult
 
+from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
+from bridge.feed import render_delivery
 from bridge.models import Answer
+from bridge.record import AskRecord, AskStatus
+from bridge.store.base import Delivery
 from bridge.tool import AskContext, AskUserCallback, AskUserTool, as_tool
 from bridge.validation import OPTION_FIELDS, QUESTION_FIELDS, shorten
 
@@ -93,17 +121,29 @@ def answers_input(
     return {**tool_input, "answers": mapped}
 
 
-async def answer_ask_user_question(
+async def _ask_question(
     tool: AskUserTool, tool_input: Mapping[str, Any]
-) -> PermissionResult:
-    """Ask ``AskUserQuestion``'s questions through ``tool``'s handler and build the SDK result."""
+) -> PermissionResult | AskUserDeferred:
+    """Ask ``AskUserQuestion``'s questions through ``tool``'s handler: the SDK result, or the
+    handler's deferral for the caller to express its own way."""
     try:
         outcome = await tool.ainvoke(_contract_view(tool_input.get("questions")))
     except ToolRejected as exc:
         return PermissionResultDeny(message=exc.message)
     if outcome.deferred is not None:
-        return PermissionResultDeny(message=outcome.deferred.instructions)
+        return outcome.deferred
     return PermissionResultAllow(updated_input=answers_input(tool_input, outcome.answers or ()))
+
+
+async def answer_ask_user_question(
+    tool: AskUserTool, tool_input: Mapping[str, Any]
+) -> PermissionResult:
+    """Ask ``AskUserQuestion``'s questions through ``tool``'s handler and build the SDK result
+    (a deferral is a denial carrying the wait instructions)."""
+    decided = await _ask_question(tool, tool_input)
+    if isinstance(decided, AskUserDeferred):
+        return PermissionResultDeny(message=decided.instructions)
+    return decided
 
 
 def _escaped(text: str) -> str:
@@ -200,15 +240,159 @@ def can_use_tool(
     return decide
 
 
+ASK_ID = "ask_id"
+"""The ``AskUserDeferred.extra`` key holding the ask id (set by the chat handler)."""
+
+
+def _pre_tool_use(decision: str, **fields: Any) -> HookJSONOutput:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,  # type: ignore[typeddict-item]
+            **fields,
+        }
+    }
+
+
+def _hook_output(decided: PermissionResult) -> HookJSONOutput:
+    """A ``can_use_tool``-style decision as ``PreToolUse`` hook output."""
+    if isinstance(decided, PermissionResultAllow):
+        return _pre_tool_use("allow", updatedInput=decided.updated_input)
+    return _pre_tool_use("deny", permissionDecisionReason=decided.message)
+
+
+def _answered_output(record: AskRecord, tool_input: Mapping[str, Any]) -> HookJSONOutput:
+    """The replayed call's decision once its ask ended: its answers, or why none came."""
+    if record.status is AskStatus.ANSWERED and record.answers is not None:
+        return _pre_tool_use("allow", updatedInput=answers_input(tool_input, record.answers))
+    return _pre_tool_use("deny", permissionDecisionReason=render_delivery(record))
+
+
+class AskUserQuestionHook:
+    """The ``PreToolUse`` hook :func:`defer_hooks` registers for ``AskUserQuestion``.
+
+    Both mappings are keyed by tool use id and live in this process only: a host that resumes
+    in another process keeps :func:`ask_ids` with the session id.
+    """
+
+    def __init__(self, tool: AskUserTool) -> None:
+        self.tool = tool
+        self.deferred: dict[str, dict[str, Any]] = {}
+        """``AskUserDeferred.extra`` of each call whose ask was deferred (the run stopped)."""
+        self.resumed: dict[str, AskRecord] = {}
+        """The ended ask of each deferred call :func:`resume_options` primed, until replayed."""
+
+    async def __call__(
+        self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        if hook_input["hook_event_name"] != "PreToolUse":
+            return {}
+        if hook_input["tool_name"] != ASK_USER_QUESTION:
+            return {}
+        call_id = tool_use_id or hook_input["tool_use_id"]
+        tool_input = hook_input["tool_input"]
+        record = self.resumed.pop(call_id, None)
+        if record is not None:
+            self.deferred.pop(call_id, None)
+            return _answered_output(record, tool_input)
+        if call_id in self.deferred:  # replayed before its answer came: still waiting
+            return _pre_tool_use("defer")
+        decided = await _ask_question(self.tool, tool_input)
+        if isinstance(decided, AskUserDeferred):
+            extra = dict(decided.extra or {})
+            self.deferred[call_id] = json.loads(json.dumps(extra, default=str))
+            return _pre_tool_use("defer")
+        return _hook_output(decided)
+
+
+def defer_hooks(
+    handler: AskUserTool | AskUserCallback | None = None,
+    *,
+    context: AskContext = None,
+    timeout: float | None = None,
+) -> dict[HookEvent, list[HookMatcher]]:
+    """``ClaudeAgentOptions(hooks=...)`` that ask ``AskUserQuestion`` through a bridge handler and
+    stop the run with ``"defer"`` when the handler defers (see the module docs).
+
+    ``handler`` is a core ``ask_user`` tool, a handler callback (a ``ChatHandler`` in defer mode,
+    a function) or ``None`` for the process-wide chain. Answers, calls to fix and failures are
+    decided as :func:`can_use_tool` decides them; pass ``can_use_tool`` too for other tools.
+    ``timeout`` (seconds) bounds the hook as ``HookMatcher.timeout`` does (Claude Code's default
+    is 60): a handler that waits for a person longer than that should defer instead.
+    """
+    hook = AskUserQuestionHook(as_tool(handler, context))
+    return {"PreToolUse": [HookMatcher(matcher=ASK_USER_QUESTION, hooks=[hook], timeout=timeout)]}
+
+
+def _hook_of(options: ClaudeAgentOptions) -> AskUserQuestionHook:
+    for matcher in (options.hooks or {}).get("PreToolUse", []):
+        for hook in matcher.hooks:
+            if isinstance(hook, AskUserQuestionHook):
+                return hook
+    raise LookupError("these options have no defer_hooks(): pass ClaudeAgentOptions(hooks=...)")
+
+
+def ask_ids(options: ClaudeAgentOptions, result: ResultMessage) -> dict[str, str]:
+    """The deferred ask of a stopped run: ask id -> tool use id (empty if it did not defer).
+
+    A host that resumes in another process keeps this with ``result`` (its ``session_id`` and
+    ``deferred_tool_use``) and passes it to :func:`resume_options` as ``calls``.
+    """
+    pending = result.deferred_tool_use
+    extra = _hook_of(options).deferred.get(pending.id) if pending is not None else None
+    if pending is None or extra is None or extra.get(ASK_ID) is None:
+        return {}
+    return {str(extra[ASK_ID]): pending.id}
+
+
+def resume_options(
+    options: ClaudeAgentOptions,
+    result: ResultMessage,
+    *answered: AskRecord | Delivery,
+    calls: Mapping[str, str] | None = None,
+) -> ClaudeAgentOptions:
+    """``options`` resuming the stopped session, its deferred ``AskUserQuestion`` answered.
+
+    ``result`` is the ``ResultMessage`` that ended the run with ``stop_reason="tool_deferred"``;
+    ``answered`` the :class:`Delivery` from the answers feed (or the :class:`AskRecord`) of its
+    ask. When Claude Code replays the call, the hook allows it with the answers in
+    ``updatedInput`` -- or denies it with :func:`bridge.feed.render_delivery`'s reason when the
+    ask expired or was cancelled. ``calls`` is :func:`ask_ids` kept from the stopped run, needed
+    when resuming in another process.
+
+    Raises ``LookupError`` when the run did not stop on a deferred call, or for an ask id that is
+    not that call's.
+    """
+    pending = result.deferred_tool_use
+    if pending is None:
+        raise LookupError(
+            f"the run did not stop on a deferred call (stop_reason {result.stop_reason!r})"
+        )
+    hook = _hook_of(options)
+    known = {**ask_ids(options, result), **(calls or {})}
+    for record in (a.record if isinstance(a, Delivery) else a for a in answered):
+        if known.get(record.id) != pending.id:
+            asks = ", ".join(sorted(a for a, c in known.items() if c == pending.id)) or "none"
+            raise LookupError(
+                f"ask id {record.id!r} is not the deferred call's (its ask id: {asks})"
+            )
+        hook.resumed[pending.id] = record
+    return replace(options, resume=result.session_id)
+
+
 __all__ = [
     "ALLOW",
     "ASK_USER_QUESTION",
     "DENY",
     "PERMISSION_HEADER",
+    "AskUserQuestionHook",
     "answer_ask_user_question",
     "answer_text",
     "answers_input",
+    "ask_ids",
     "ask_permission",
     "can_use_tool",
+    "defer_hooks",
     "permission_question",
+    "resume_options",
 ]
