@@ -64,6 +64,13 @@ async def login(client: discord.Client, token: str) -> None:
         raise
 
 
+def _not_voice_notice(record: logging.LogRecord) -> bool:
+    """discord.py warns at every client start that voice is unsupported (no PyNaCl): the
+    bridge never uses voice, so the warning only hides real ones."""
+    return "voice will NOT be supported" not in record.getMessage()
+
+
+logging.getLogger("discord.client").addFilter(_not_voice_notice)
 REACH_SECONDS = 10.0
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.DiscordServerError)
 log = logging.getLogger(__name__)

@@ -213,6 +213,12 @@ class FakeDiscord:
             if user not in self.users:
                 raise Rejected(400, 50007, "Cannot send messages to this user")
             return {"id": dm_channel(user), "type": 1, "recipients": [self.user(user)]}
+        if parts[0] == "channels" and len(parts) == 2 and method == "GET":
+            self._channel_ok(parts[1])
+            return {
+                "id": parts[1], "type": 0, "guild_id": GUILD, "name": "general", "position": 0,
+                "permission_overwrites": [], "nsfw": False, "parent_id": None,
+            }  # fmt: skip
         if parts[0] == "channels" and len(parts) == 3 and method == "POST":
             return self._create(parts[1], body, author=BOT_ID)
         if parts[0] == "channels" and len(parts) == 4 and method == "PATCH":

@@ -53,6 +53,8 @@ class FakeSlack:
     usergroups: dict[str, list[str]] = field(default_factory=dict)
     socket_url: str | None = None
     missing_channels: set[str] = field(default_factory=set)
+    scopes: str = "chat:write,usergroups:read"
+    """What ``auth.test`` says the bot token holds (Slack's ``x-oauth-scopes`` header)."""
     calls: list[Call] = field(default_factory=list)
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -161,7 +163,8 @@ class FakeSlack:
     ) -> web.Response:
         ok, error = bool(body.get("ok")), body.get("error")
         await self._record(Call(method, args, ok=ok, error=error, response=body))
-        return web.json_response(body)
+        headers = {"x-oauth-scopes": self.scopes} if method == "auth.test" and ok else None
+        return web.json_response(body, headers=headers)
 
     async def _record(self, call: Call) -> None:
         assert self._changed is not None
@@ -181,6 +184,12 @@ class FakeSlack:
             "user_id": "UBOT0001",
             "bot_id": "BBOT0001",
         }
+
+    def _m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = args.get("channel", "")
+        if not channel or channel in self.missing_channels:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "channel": {"id": channel, "name": "general", "is_member": True}}
 
     def _m_chat_postMessage(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = args.get("channel")

@@ -1,0 +1,140 @@
+"""Operating ``serve``: readiness follows Redis (503 with the reason while it is down, ready again
+without a restart), metrics count what happened, JSON log lines say what happened to which ask
+(never the question text), a Redis outage is logged once, and SIGTERM stops it within 10 s."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from fake_slack import BOT_TOKEN, FakeSlack
+from payloads import SIGNING_SECRET, block_actions, form_body, signed
+from procs import Serve, cli_env
+from redis_server import RedisServer
+from samples import q
+
+from bridge.models import QuestionSet
+from bridge.record import AskRecord, AskStatus, Destination
+from bridge.store.redis import RedisStore
+from platforms.slack.client import make_client
+from platforms.slack.poster import SlackPoster
+
+CHANNEL = "C0GENERAL"
+SECRET_QUESTION = "Ship the confidential merger memo?"
+
+
+@pytest.fixture
+def redis_down_and_up(tmp_path: Path) -> AsyncIterator[RedisServer]:
+    server = RedisServer(tmp_path / "redis", extra=["--appendonly", "yes"])
+    server.start()
+    yield server  # type: ignore[misc]
+    server.stop()
+
+
+async def status_of(session: aiohttp.ClientSession, url: str) -> tuple[int, str]:
+    async with session.get(url) as resp:
+        return resp.status, await resp.text()
+
+
+async def until_status(
+    session: aiohttp.ClientSession, url: str, wanted: int, within: float = 15.0
+) -> str:
+    deadline = time.monotonic() + within
+    while True:
+        status, text = await status_of(session, url)
+        if status == wanted:
+            return text
+        assert time.monotonic() < deadline, f"{url} stayed {status}: {text}"
+        await asyncio.sleep(0.2)
+
+
+def lines(serve: Serve) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in serve.log if line.startswith("{")]
+
+
+async def post_ask(store: RedisStore, fake: FakeSlack) -> AskRecord:
+    record = AskRecord(
+        questions=QuestionSet.model_validate(
+            {"questions": [q(SECRET_QUESTION, "Memo", ["y", "n"])]}
+        ),
+        destination=Destination(platform="slack", channel=CHANNEL),
+        expires_at=time.time() + 300,
+    )
+    await store.create(record)
+    ref = await SlackPoster(make_client(BOT_TOKEN, fake.url)).post(record)
+    posted = await store.set_message(record.id, ref)
+    assert posted is not None and posted.message is not None
+    return posted
+
+
+async def test_serve_is_ready_counts_logs_and_rides_out_a_redis_outage(
+    fake: FakeSlack, redis_down_and_up: RedisServer
+) -> None:
+    redis = redis_down_and_up
+    prefix = f"ops{uuid.uuid4().hex[:6]}"
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=fake.url,
+        REDIS_URL=redis.url, ASK_BRIDGE_KEY_PREFIX=prefix,
+    )  # fmt: skip
+    serve = await Serve(env).start()
+    base = f"http://127.0.0.1:{serve.port}"
+    store = RedisStore.from_url(redis.url, prefix=prefix)
+    try:
+        async with aiohttp.ClientSession() as http:
+            assert await status_of(http, base + "/healthz") == (200, "ok")
+            assert await until_status(http, base + "/readyz", 200) == "ready"
+
+            record = await post_ask(store, fake)
+            assert record.message is not None
+            click = block_actions(
+                fake, record.message.channel, record.message.message_id, "U0ALICE",
+                f"askb:pick:{record.id}:0:0",
+            )  # fmt: skip
+            body = form_body(click)
+            async with http.post(serve.url, data=body, headers=signed(body)) as resp:
+                assert resp.status == 200
+            metrics = (await status_of(http, base + "/metrics"))[1]
+            assert 'ask_bridge_clicks_total{outcome="accepted",platform="slack"} 1.0' in metrics
+            assert 'ask_bridge_asks_ended_total{platform="slack",status="answered"} 1.0' in metrics
+            assert 'ask_bridge_interaction_ack_seconds_count{platform="slack"} 1.0' in metrics
+            assert "ask_bridge_time_to_answer_seconds_bucket" in metrics
+
+            redis.stop()
+            reason = await until_status(http, base + "/readyz", 503)
+            assert f"cannot reach Redis at REDIS_URL={redis.url}: " in reason
+            await asyncio.sleep(2.0)  # four sweeps and a health round with Redis down
+            assert (await status_of(http, base + "/healthz"))[0] == 200  # alive all along
+            redis.start()
+            assert await until_status(http, base + "/readyz", 200) == "ready"
+            waiting = await post_ask(store, fake)
+        started = time.monotonic()
+        await serve.stop(signal.SIGTERM)
+        assert time.monotonic() - started < 10 and serve.returncode == 0
+        untouched = await store.get(waiting.id)  # SIGTERM leaves pending asks alone
+        assert untouched is not None and untouched.status is AskStatus.PENDING
+    finally:
+        await serve.stop()
+        await store.aclose()
+    logged = lines(serve)
+    assert "".join(serve.log).count("Traceback") == 0
+    steps = {(e.get("step"), e.get("outcome")) for e in logged if e.get("ask_id") == record.id}
+    assert {("click", "accepted"), ("answered", "answered")} <= steps
+    click_line = next(e for e in logged if e.get("step") == "click")
+    assert click_line["user_id"] == "U0ALICE" and click_line["platform"] == "slack"
+    assert click_line["channel"] == CHANNEL
+    assert SECRET_QUESTION not in "".join(serve.log) and BOT_TOKEN not in "".join(serve.log)
+    down = [
+        e
+        for e in logged
+        if "cannot reach Redis" in e["message"] or "store unavailable" in e["message"]
+    ]
+    assert 1 <= len(down) <= 2, down  # the health watch and the sweeper: once each, not per round
+    assert [e for e in logged if "reachable again" in e["message"]]

@@ -1,0 +1,79 @@
+"""Log lines: JSON with the lifecycle fields, never a secret, the question text only on request."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pytest
+
+from bridge import metrics
+from bridge.logs import JsonFormatter, scrub, settings
+from bridge.models import QuestionSet
+from bridge.record import AskRecord, Destination
+
+
+def record() -> AskRecord:
+    questions = {
+        "questions": [
+            {
+                "question": "Merge the secret branch?",
+                "header": "Merge",
+                "multiSelect": False,
+                "options": [
+                    {"label": "yes", "description": "y"},
+                    {"label": "no", "description": "n"},
+                ],
+            }
+        ]
+    }
+    return AskRecord(
+        questions=QuestionSet.model_validate(questions),
+        destination=Destination(platform="slack", channel="C1"),
+        expires_at=time.time() + 60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "hidden"),
+    [
+        ("token xoxb-1234-5678-abcdef in a message", "1234-5678-abcdef"),
+        ("app token xapp-1-A0-123-abc", "1-A0-123-abc"),
+        ("redis://user:hunter2@redis:6379/0 is down", "hunter2"),
+        ("Authorization: Bot MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnop", "GhIjKl"),
+    ],
+)
+def test_secrets_are_masked_whoever_logged_them(text: str, hidden: str) -> None:
+    assert hidden not in scrub(text)
+
+
+def test_a_lifecycle_line_is_json_with_its_fields_and_no_question_text(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LOG_QUESTIONS", raising=False)
+    settings.cache_clear()
+    caplog.set_level(logging.INFO, logger="bridge.lifecycle")
+    rec = record()
+    metrics.created(rec)
+    line = json.loads(JsonFormatter().format(caplog.records[-1]))
+    assert line["ask_id"] == rec.id and line["step"] == "created"
+    assert line["platform"] == "slack" and line["channel"] == "C1"
+    assert "secret branch" not in json.dumps(line)
+
+    monkeypatch.setenv("LOG_QUESTIONS", "1")
+    settings.cache_clear()
+    try:
+        metrics.posted(rec)
+    finally:
+        settings.cache_clear()
+    line = json.loads(JsonFormatter().format(caplog.records[-1]))
+    assert line["questions"] == ["Merge the secret branch?"]
+
+
+def test_the_pending_gauge_zeroes_a_platform_gone_quiet() -> None:
+    metrics.set_pending({"slack": 3, "discord": 1})
+    metrics.set_pending({"slack": 2})
+    text = metrics.exposition()[0].decode()
+    assert 'ask_bridge_pending_asks{platform="slack"} 2.0' in text
+    assert 'ask_bridge_pending_asks{platform="discord"} 0.0' in text
