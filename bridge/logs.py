@@ -116,5 +116,6 @@ def setup(level: str) -> None:
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
+    handler.setLevel(name)  # a logger set lower for its own handlers still prints nothing here
     root.addHandler(handler)
     root.setLevel(name)

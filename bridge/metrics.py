@@ -92,6 +92,8 @@ def step(name: str, record: AskRecord, *, user_id: str | None = None, outcome: s
         "user_id": user_id,
         "outcome": outcome or None,
     }
+    if record.message is not None and record.message.extra.get("link"):
+        fields["link"] = record.message.extra["link"]
     if log_questions():
         fields["questions"] = [q.question for q in record.questions.questions]
     shown = f" ({outcome})" if outcome else ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import logging
 import time
@@ -77,3 +79,32 @@ def test_the_pending_gauge_zeroes_a_platform_gone_quiet() -> None:
     text = metrics.exposition()[0].decode()
     assert 'ask_bridge_pending_asks{platform="slack"} 2.0' in text
     assert 'ask_bridge_pending_asks{platform="discord"} 0.0' in text
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_ask_shows_where_it_waits_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bridge.cli import progress
+    from bridge.record import MessageRef
+
+    monkeypatch.setattr(progress, "TICK", 0.01)
+    term = Terminal()
+    async with progress.shown(term):
+        await asyncio.sleep(0.03)
+        rec = record()
+        link = "https://discord.com/channels/1/2/3"
+        ref = MessageRef(platform="slack", channel="C1", message_id="9", extra={"link": link})
+        metrics.posted(rec.model_copy(update={"message": ref}))
+        await asyncio.sleep(0.03)
+    shown = term.getvalue()
+    assert "posting the questions" in shown
+    assert f"waiting for an answer in slack C1 (ask {rec.id}), 0:00 {link}" in shown
+    assert shown.endswith("\r\x1b[2K")  # the line is cleared at the end
+
+    pipe = io.StringIO()
+    async with progress.shown(pipe) as nothing:
+        assert nothing is None
+    assert pipe.getvalue() == ""

@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
         "rejected; 3 not answered within --wait (deferred, ask id printed); 4 expired or "
         "cancelled. Without REDIS_URL this process handles the clicks itself (Slack: Socket "
         "Mode; Discord: the gateway), --mode defer is refused, and an unanswered --wait closes "
-        "the ask (exit 4).",
+        "the ask (exit 4). On a terminal, a progress line shows where the question waits.",
     )
     p.add_argument("--platform", default="slack", help="chat platform (default: slack)")
     p.add_argument("--channel", help="channel id to post in (Slack: C…; Discord: a number)")
@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
     from bridge.asking import ChatHandler
+    from bridge.cli.progress import shown
     from bridge.platform import resolve_platform
     from bridge.runtime import Runtime, stop_on_signals
     from bridge.tool import tools_interactive
@@ -145,7 +146,7 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
     (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
     async with stop_on_signals():
         try:
-            async with runtime.own_clicks(platform) as receiving:
+            async with runtime.own_clicks(platform) as receiving, shown():
                 return await _outcome(receiving.guard(tool.ainvoke(questions)))
         finally:
             await runtime.aclose()

@@ -47,6 +47,7 @@ class DiscordPoster(Poster):
             allowed_mentions=message.allowed_mentions,
         )
         extra = {"thread": dest.thread} if dest.thread else {}
+        extra["link"] = sent.jump_url  # where `ask` tells the person at the terminal to look
         return MessageRef(
             platform=PLATFORM, channel=str(channel_id), message_id=str(sent.id), extra=extra
         )
