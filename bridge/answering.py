@@ -264,6 +264,7 @@ class Answering:
         try:
             return await asyncio.wait_for(op, self.store_timeout)
         except (StoreUnavailable, TimeoutError) as exc:
+            metrics.store_error("judge")
             log.warning("store unavailable while judging a click: %s", exc or "timed out")
             raise Unavailable(str(exc)) from exc
         except asyncio.CancelledError:

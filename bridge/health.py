@@ -53,6 +53,7 @@ class Health:
                 await probe(self.redis_url, timeout=PROBE_TIMEOUT)
                 self._store_state.ok()
             except StoreUnavailable as exc:
+                metrics.store_error("probe")
                 self._store_state.failed(exc)
                 found.append(str(exc))
         for name, receiver in self.receivers.items():

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -72,8 +71,12 @@ def check_access(host: str, token: str | None) -> None:
 def token_from_env(host: str, environ: Mapping[str, str] | None = None) -> str | None:
     """``ASK_BRIDGE_MCP_TOKEN`` (unset or blank: ``None``), checked for serving on ``host`` by
     :func:`check_access`."""
-    env = os.environ if environ is None else environ
-    token = env.get(MCP_TOKEN_ENV, "").strip() or None
+    if environ is None:  # the environment, or .env, like every setting
+        from bridge.settings import ChatRouteSettings
+
+        token = ChatRouteSettings().mcp_token.strip() or None
+    else:
+        token = environ.get(MCP_TOKEN_ENV, "").strip() or None
     check_access(host, token)
     return token
 

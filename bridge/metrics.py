@@ -142,6 +142,11 @@ def deferred(record: AskRecord) -> None:
     step("deferred", record, outcome="to the feed")
 
 
+def poster_platform(ask: AskRecord | str) -> str:
+    """The platform of an ask given as a record (an id alone does not say)."""
+    return ask.destination.platform if isinstance(ask, AskRecord) else UNKNOWN
+
+
 def platform_of(record: AskRecord | None) -> str:
     return record.destination.platform if record is not None else UNKNOWN
 

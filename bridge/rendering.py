@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 
+from bridge import metrics
+from bridge.metrics import poster_platform
 from bridge.poster import Poster
 from bridge.record import AskRecord
 from bridge.store.base import Store
@@ -34,5 +36,6 @@ async def show_final(store: Store, poster: Poster, ask: AskRecord | str) -> bool
         await store.mark_rendered(ask_id)
     except Exception:
         log.exception("ask %s ended but its message could not be re-rendered", ask_id)
+        metrics.platform_error(poster_platform(ask), "update")
         return False
     return True

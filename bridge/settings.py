@@ -118,12 +118,14 @@ class EngineSettings(BaseSettings):
 
 class ChatRouteSettings(BaseSettings):
     """``ASK_BRIDGE_PLATFORM`` and ``ASK_BRIDGE_CHANNEL``: where ``ask-bridge mcp`` posts (unset:
-    it asks the MCP client's own user). Read like every setting: the environment, or ``.env``."""
+    it asks the MCP client's own user); ``ASK_BRIDGE_MCP_TOKEN``: the bearer token its HTTP
+    transport requires. Read like every setting: the environment, or ``.env``."""
 
     model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
     platform: str = Field(default="", validation_alias="ASK_BRIDGE_PLATFORM")
     channel: str = Field(default="", validation_alias="ASK_BRIDGE_CHANNEL")
+    mcp_token: str = Field(default="", validation_alias="ASK_BRIDGE_MCP_TOKEN", repr=False)
 
 
 def open_store(settings: EngineSettings | None = None) -> Store:

@@ -73,6 +73,7 @@ class Sweeper:
                 await self.sweep_once()
                 store_state.ok()
             except StoreUnavailable as exc:
+                metrics.store_error("sweep")
                 store_state.failed(exc)
             except Exception:
                 log.warning("sweep failed; retrying in %.1f s", self.interval, exc_info=True)

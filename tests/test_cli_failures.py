@@ -149,3 +149,15 @@ def test_help_of_every_command_documents_status_1(capsys: pytest.CaptureFixture[
         with pytest.raises(SystemExit):
             main([argv[0], "--help"])
         assert "Exit status 1" in " ".join(capsys.readouterr().out.split()), argv[0]
+
+
+def test_the_mcp_token_is_read_from_dotenv_and_an_empty_app_token_is_unset(
+    tmp_path: Path,
+) -> None:
+    from bridge.mcp_access import token_from_env
+    from platforms.slack.settings import SlackSettings
+
+    token = "t0ken-from-dotenv-0123456789abcdef"
+    (tmp_path / ".env").write_text(f"ASK_BRIDGE_MCP_TOKEN={token}\nSLACK_APP_TOKEN=\n")
+    assert token_from_env("0.0.0.0") == token
+    assert not SlackSettings().socket_mode  # a copied .env.example line does not mean Socket Mode

@@ -9,6 +9,8 @@ every method except those two (:data:`NOT_IDEMPOTENT`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -18,6 +20,8 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
+
+from bridge import metrics
 
 NOT_IDEMPOTENT = ("chat.postMessage", "chat.postEphemeral")
 
@@ -40,9 +44,17 @@ class IdempotentConnectionRetry(AsyncConnectionErrorRetryHandler):
         )
 
 
+class CountedRateLimitRetry(AsyncRateLimitErrorRetryHandler):
+    """Slack's 429 retry, counted (``ask_bridge_platform_errors_total{kind="ratelimited"}``)."""
+
+    async def prepare_for_next_attempt_async(self, **kwargs: Any) -> None:
+        metrics.platform_error("slack", "ratelimited")
+        await super().prepare_for_next_attempt_async(**kwargs)
+
+
 def make_client(token: str, base_url: str, *, rate_limit_retries: int = 3) -> AsyncWebClient:
     handlers: list[AsyncRetryHandler] = [
         IdempotentConnectionRetry(max_retry_count=1),
-        AsyncRateLimitErrorRetryHandler(max_retry_count=rate_limit_retries),
+        CountedRateLimitRetry(max_retry_count=rate_limit_retries),
     ]
     return AsyncWebClient(token=token, base_url=base_url, retry_handlers=handlers)

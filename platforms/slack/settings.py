@@ -33,7 +33,8 @@ class SlackSettings(BaseSettings):
 
     @property
     def socket_mode(self) -> bool:
-        return self.app_token is not None
+        """``SLACK_APP_TOKEN`` is set to something (an empty line in ``.env`` is not)."""
+        return self.app_token is not None and bool(self.app_token.get_secret_value().strip())
 
     def bot(self) -> str:
         return _need(self.bot_token, "SLACK_BOT_TOKEN", "to post questions")

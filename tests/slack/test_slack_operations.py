@@ -138,3 +138,18 @@ async def test_serve_is_ready_counts_logs_and_rides_out_a_redis_outage(
     ]
     assert 1 <= len(down) <= 2, down  # the health watch and the sweeper: once each, not per round
     assert [e for e in logged if "reachable again" in e["message"]]
+
+
+async def test_a_rate_limited_call_is_counted(fake: FakeSlack) -> None:
+    from bridge.metrics import exposition
+
+    def counted() -> float:
+        for line in exposition()[0].decode().splitlines():
+            if line.startswith('ask_bridge_platform_errors_total{kind="ratelimited"'):
+                return float(line.split()[-1])
+        return 0.0
+
+    before = counted()
+    fake.rate_limit("auth.test")
+    await make_client(BOT_TOKEN, fake.url).auth_test()  # retried after the 429
+    assert counted() == before + 1
