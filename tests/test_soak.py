@@ -1,0 +1,32 @@
+"""A small run of ``bench/soak.py``: two ``serve`` replicas killed with SIGKILL and restarted,
+Redis (AOF) restarted once, teammates clicking -- nothing lost, nothing answered twice, every
+refusal explained."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SOAK = Path(__file__).resolve().parents[1] / "bench" / "soak.py"
+
+
+def test_a_small_soak_loses_nothing_and_answers_nothing_twice() -> None:
+    args = ["--asks", "300", "--rate", "100", "--kill-every", "1.5", "--in-flight", "100"]
+    done = subprocess.run(
+        [sys.executable, str(SOAK), *args, "--patience", "2", "--redis-restart-at", "0", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["asks"] == report["answered"] == 300, report
+    assert report["lost"] == 0 and report["answered_twice"] == 0, report
+    assert report["replica_kills"] >= 1, report
+    assert report["errors"].get("redis restarted (planned)") == 1, report
+    assert report["agents"] == {"returned answers": 300}, report
+    refused = report["refused_with_explanation"]
+    assert refused.get("Sorry, you can't answer this one: it is for <@…>.") == 100, refused
+    assert refused.get("This was already answered by <@…>.") == 100, refused
