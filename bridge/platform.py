@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from bridge.poster import Poster
 from bridge.store.base import Store
@@ -116,6 +116,23 @@ async def check_credentials(platform: Platform) -> None:
     """Run ``platform``'s :class:`CredentialCheck`, if it has one."""
     if isinstance(platform, CredentialCheck):
         await platform.check_credentials()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One row of ``ask-bridge doctor``: a check, ``ok`` / ``FIX`` / ``note``, and the detail."""
+
+    check: str
+    status: Literal["ok", "FIX", "note"]
+    detail: str
+
+
+@runtime_checkable
+class Diagnosis(Protocol):
+    """Optional for a :class:`Platform`: its own rows for ``ask-bridge doctor`` (the token, its
+    scopes or permissions, the bot's access to each of ``channels``, the ids that are its own)."""
+
+    async def diagnose(self, channels: Sequence[str]) -> list[Finding]: ...
 
 
 @runtime_checkable

@@ -3,8 +3,9 @@
 One row per check: every setting parsed; Redis reachable, its version, and the two settings that
 decide whether pending asks survive -- persistence (AOF or RDB snapshots) and ``maxmemory-policy``
 (anything but ``noeviction`` lets Redis evict a pending ask silently); each installed and
-configured chat platform's token (and, for Slack, its scopes against what the bridge calls), and
-the bot's access to ``--channel`` where given (a Slack id goes to Slack, a number to Discord).
+configured chat platform's own checks (:class:`~bridge.platform.Diagnosis`: for Slack the token,
+its scopes against what the bridge calls, and the bot's membership of each ``--channel`` that is
+a Slack id; for Discord the token and the bot's access to each numeric ``--channel``).
 Exit 0 only when nothing needs fixing; 1 otherwise. Notes (a memory store, an optional scope)
 do not fail it.
 """
@@ -14,17 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Status = Literal["ok", "FIX", "note"]
+from bridge.platform import Finding
 
-
-@dataclass(frozen=True)
-class Row:
-    check: str
-    status: Status
-    detail: str
+Row = Finding
 
 
 def register(sub: Any) -> None:
@@ -160,9 +155,8 @@ async def _platform_rows(channels: list[str]) -> list[Row]:
             rows.append(Row(name, "note", "not configured (no token set)"))
             continue
         any_configured = True
-        mine = [c for c in channels if c.isdigit() == (name == "discord")]
         try:
-            rows += await _check(name, found, mine)
+            rows += await _check(found, channels)
         except PlatformUnavailable as exc:
             rows.append(Row(f"{name} token", "FIX", str(exc)))
     if not any_configured:
@@ -170,75 +164,10 @@ async def _platform_rows(channels: list[str]) -> list[Row]:
     return rows
 
 
-async def _check(name: str, platform: Any, channels: list[str]) -> list[Row]:
-    if name == "slack":
-        return await _slack(platform, channels)
-    if name == "discord":
-        return await _discord(platform, channels)
-    from bridge.platform import check_credentials
+async def _check(platform: Any, channels: list[str]) -> list[Row]:
+    from bridge.platform import Diagnosis, check_credentials
 
+    if isinstance(platform, Diagnosis):
+        return list(await platform.diagnose(channels))
     await check_credentials(platform)
-    return [Row(f"{name} token", "ok", "accepted")]
-
-
-async def _slack(platform: Any, channels: list[str]) -> list[Row]:
-    from slack_sdk.errors import SlackApiError
-
-    from platforms.slack.credentials import NEEDED_SCOPES, OPTIONAL_SCOPES
-
-    identity = await platform.check_credentials()
-    mode = "Socket Mode" if platform.settings.socket_mode else "HTTP (SLACK_SIGNING_SECRET)"
-    rows = [Row("slack token", "ok", f"bot {identity.user_id} in {identity.team}; {mode}")]
-    if not platform.settings.socket_mode:
-        try:
-            platform.settings.signing()
-        except Exception as exc:
-            rows.append(Row("slack signing secret", "FIX", str(exc)))
-    if identity.scopes is None:
-        rows.append(Row("slack scopes", "note", "Slack did not list the token's scopes"))
-    else:
-        missing = [s for s in NEEDED_SCOPES if s not in identity.scopes]
-        optional = [s for s in OPTIONAL_SCOPES if s not in identity.scopes]
-        if missing:
-            rows.append(Row("slack scopes", "FIX", f"missing {', '.join(missing)}"))
-        elif optional:
-            rows.append(
-                Row("slack scopes", "note", f"no {', '.join(optional)}: user-group answerers fail")
-            )
-        else:
-            rows.append(Row("slack scopes", "ok", ", ".join(sorted(identity.scopes))))
-    for channel in channels:
-        check = f"slack channel {channel}"
-        try:
-            info = await platform.client.conversations_info(channel=channel)
-        except SlackApiError as exc:
-            error = exc.response.get("error")
-            if error == "missing_scope":  # channels:read, which only this check would use
-                rows.append(Row(check, "note", "cannot check without the channels:read scope"))
-            else:
-                rows.append(Row(check, "FIX", f"{error}: invite the bot to the channel"))
-            continue
-        member = info.get("channel", {}).get("is_member")
-        if member is False:
-            rows.append(Row(check, "FIX", "the bot is not a member: /invite it to the channel"))
-        else:
-            rows.append(Row(check, "ok", "the bot is a member"))
-    return rows
-
-
-async def _discord(platform: Any, channels: list[str]) -> list[Row]:
-    import discord
-
-    await platform.check_credentials()
-    client = await platform.rest.get()
-    rows = [Row("discord token", "ok", f"bot {client.user} (application {client.application_id})")]
-    for channel in channels:
-        check = f"discord channel {channel}"
-        try:
-            await client.fetch_channel(int(channel))
-        except discord.HTTPException as exc:
-            rows.append(Row(check, "FIX", f"{exc.text or exc}: invite the bot, let it view it"))
-        else:
-            rows.append(Row(check, "ok", "the bot can see it"))
-    await platform.rest.aclose()
-    return rows
+    return [Row(f"{platform.name} token", "ok", "accepted")]

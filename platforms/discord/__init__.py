@@ -15,7 +15,7 @@ import discord
 
 from bridge.aio import stop
 from bridge.answering import Answering
-from bridge.platform import HttpRoute, PlatformUnavailable
+from bridge.platform import Finding, HttpRoute, PlatformUnavailable
 from bridge.poster import Poster
 from bridge.store.base import Store
 from platforms.discord.app import Interactions
@@ -58,6 +58,12 @@ class DiscordPlatform:
         """Log in over REST (the client posting will use): a refused ``DISCORD_TOKEN`` is
         ``PlatformUnavailable``; an unreachable API is retried briefly, then named."""
         await check_login(self.rest, self.settings.api_url)
+
+    async def diagnose(self, channels: Sequence[str]) -> list[Finding]:
+        """``ask-bridge doctor``'s Discord rows (:mod:`.doctor`)."""
+        from platforms.discord.doctor import diagnose
+
+        return await diagnose(self, channels)
 
     def configured(self) -> bool:
         """``DISCORD_TOKEN`` is set now (read afresh, not from the settings cached for posting):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.platform import HttpRoute, PlatformUnavailable
+from bridge.platform import Finding, HttpRoute, PlatformUnavailable
 from bridge.poster import Poster
 from bridge.store.base import Store
 from platforms.slack.client import make_client
@@ -67,6 +67,12 @@ class SlackPlatform:
         if self.settings.socket_mode:
             await check_app_token(self.settings.app(), self.settings.api_url)
         return identity
+
+    async def diagnose(self, channels: Sequence[str]) -> list[Finding]:
+        """``ask-bridge doctor``'s Slack rows (:mod:`.doctor`)."""
+        from platforms.slack.doctor import diagnose
+
+        return await diagnose(self, channels)
 
     def configured(self) -> bool:
         """``SLACK_BOT_TOKEN`` is set (environment or ``.env``): ``ask-bridge serve`` serves
