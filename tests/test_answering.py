@@ -434,7 +434,8 @@ def unreachable() -> RedisStore:
 
 
 class Gate:
-    """Wraps a store so ``submit`` waits until the test opens the gate."""
+    """Wraps a store so its answering steps (``submit``, ``pick``) wait until the test opens
+    the gate."""
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner
@@ -446,6 +447,10 @@ class Gate:
     async def submit(self, *args: Any, **kwargs: Any) -> Any:
         await self.open.wait()
         return await self.inner.submit(*args, **kwargs)
+
+    async def pick(self, *args: Any, **kwargs: Any) -> Any:
+        await self.open.wait()
+        return await self.inner.pick(*args, **kwargs)
 
 
 async def test_fast_verdict_comes_before_the_ack(

@@ -19,8 +19,8 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
 
 from bridge.feed import render_delivery
-from bridge.models import Answer
-from bridge.record import AskStatus, MessageRef, Responder
+from bridge.models import Answer, QuestionSet
+from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.store.base import Delivery, DuplicateAsk, Store, StoreUnavailable, SubmitOutcome
 from bridge.store.redis import RedisStore
 
@@ -367,6 +367,62 @@ async def test_deferred_ask_expired_by_a_click_is_delivered(store: Store) -> Non
     delivery = await next_delivery(store)
     assert delivery.record.id == rec.id and delivery.record.status is AskStatus.EXPIRED
     await store.ack(delivery)
+
+
+TRICKY = 'Say "ship" \\ now?\n\u00dcn\u00efc\u00f8d\u00e9 \u20ac \U0001f680\x01\u2028/'
+"""Every kind of character JSON writers treat differently: quotes, backslash, newline, 2- to
+4-byte UTF-8, a control character, a line separator, a slash."""
+
+
+def one_click(question: str = "Question number 0?", label: str = "Yes") -> AskRecord:
+    rec = new_record(answerers=("U_ALICE", "G_OPS"))
+    q = rec.questions.questions[0]
+    options = (q.options[0].model_copy(update={"label": label}), *q.options[1:])
+    q = q.model_copy(update={"question": question, "options": options})
+    return rec.model_copy(update={"questions": QuestionSet(questions=(q,))})
+
+
+async def test_pick_builds_the_answer_from_the_stored_set_in_one_step(store: Store) -> None:
+    rec = one_click(TRICKY, TRICKY[::-1])
+    await store.create(rec)
+    first = await store.pick(rec.id, ALICE, 0, 0)
+    assert first.outcome is SubmitOutcome.ACCEPTED and first.record is not None
+    expected = (Answer(question=TRICKY, selected=(TRICKY[::-1],)),)
+    assert first.record.answers == expected
+    # the same answer by the same person, whichever way it comes, is a repeat
+    assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.REPEATED
+    assert (await store.submit(rec.id, ALICE, expected)).outcome is SubmitOutcome.REPEATED
+    assert (await store.pick(rec.id, ALICE, 0, 1)).outcome is SubmitOutcome.ALREADY_ANSWERED
+    answered = [e for e in await store.history(rec.id) if e.kind == "answered"]
+    assert answered[0].detail["answers"][0]["selected"] == [TRICKY[::-1]]
+    # and a submission first makes a later pick of the same option a repeat
+    other = one_click(TRICKY, TRICKY[::-1])
+    await store.create(other)
+    assert (await store.submit(other.id, ALICE, expected)).outcome is SubmitOutcome.ACCEPTED
+    assert (await store.pick(other.id, ALICE, 0, 0)).outcome is SubmitOutcome.REPEATED
+
+
+async def test_pick_refuses_what_does_not_fit_and_asks_for_groups_recording_nothing(
+    store: Store,
+) -> None:
+    rec = one_click()
+    await store.create(rec)
+    for question, option in ((1, 0), (0, 3), (0, -1), (-1, 0)):
+        result = await store.pick(rec.id, ALICE, question, option)
+        assert result.outcome is SubmitOutcome.INVALID and result.record is not None
+    many = new_record(n=2)
+    await store.create(many)
+    assert (await store.pick(many.id, ALICE, 0, 0)).outcome is SubmitOutcome.INVALID
+    bob = Responder(user_id="U_BOB", name="Bob")
+    asked = await store.pick(rec.id, bob, 0, 0, groups_unknown=True)
+    assert asked.outcome is SubmitOutcome.GROUPS and asked.record is not None
+    assert asked.record.answerers == ("U_ALICE", "G_OPS")
+    assert [e.kind for e in await store.history(rec.id)] == ["created"]
+    named = await store.pick(rec.id, ALICE, 0, 1, groups_unknown=True)  # named: no lookup
+    assert named.outcome is SubmitOutcome.ACCEPTED
+    ops = Responder(user_id="U_BOB", groups=("G_OPS",))
+    assert (await store.pick(rec.id, ops, 0, 1)).outcome is SubmitOutcome.ALREADY_ANSWERED
+    assert (await store.pick("missing", ALICE, 0, 0)).outcome is SubmitOutcome.NOT_FOUND
 
 
 async def test_pending_page_pages_latest_expiry_first_with_filters(store: Store) -> None:

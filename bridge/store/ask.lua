@@ -4,7 +4,8 @@
 -- ARGV: 1 op, 2 now (seconds, JSON number text), 3 events channel, 4 ask id,
 --       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
 -- Replies: {verdict, HGETALL of the record} (the record part is absent where noted).
--- Events are JSON built here from pre-encoded pieces, so no JSON is ever re-encoded by cjson.
+-- Events are JSON built here from pre-encoded pieces (and strings written by jstr), so no JSON is
+-- ever re-encoded by cjson.
 -- Every op is safe to run twice with the same arguments (redis-py re-sends a command whose reply
 -- was lost): the second run changes nothing and answers as the first did, or as a later caller
 -- needs (see each op).
@@ -125,6 +126,51 @@ local function show_in(interval)
   return since + interval - tonumber(now)
 end
 
+-- A string as JSON, exactly as Python's json.dumps(s, ensure_ascii=False) writes it, so text
+-- built here equals the canonical text Python builds (bridge.store.base.dump_answers).
+local ESCAPES = {['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t',
+  ['\b'] = '\\b', ['\f'] = '\\f'}
+local function jstr(s)
+  local escaped = string.gsub(s, '[%z\1-\31"\\]', function(c)
+    return ESCAPES[c] or string.format('\\u%04x', string.byte(c))
+  end)
+  return '"' .. escaped .. '"'
+end
+
+-- Record a complete answer once (the verdicts of bridge.store.base.SubmitOutcome).
+local function submit(status, user_id, groups_json, by_json, answers, user_json, detail, attempt)
+  local may = allowed(user_id, groups_json)
+  if status == 'pending' and expire_if_due() then
+    -- no sweep will report this expiry: the caller re-renders the ask ('expired' -> CLOSED)
+    event(may and 'late' or 'refused', user_json, detail)
+    return {'expired', record()}
+  end
+  if not may then
+    event('refused', user_json, detail)
+    return {'not_allowed', record()}
+  end
+  if status == 'answered' then
+    if redis.call('HGET', rec, 'by_user') == user_id
+        and redis.call('HGET', rec, 'answers') == answers then
+      -- the accepting attempt re-sent (its reply was lost) is still that attempt
+      if redis.call('HGET', rec, 'attempt') == attempt then
+        return {'accepted', record()}
+      end
+      return {'repeated', record()}
+    end
+    event('late', user_json, detail)
+    return {'already_answered', record()}
+  elseif status ~= 'pending' then
+    event('late', user_json, detail)
+    return {'closed', record()}
+  end
+  redis.call('HSET', rec, 'answers', answers, 'by', by_json, 'by_user', user_id, 'at', now,
+    'attempt', attempt)
+  event('answered', user_json, detail)
+  finish('answered')
+  return {'accepted', record()}
+end
+
 local exists = redis.call('EXISTS', rec) == 1
 
 if op == 'create' then
@@ -162,37 +208,25 @@ elseif op == 'event' then
 elseif op == 'submit' then
   -- 7 user id, 8 groups JSON, 9 responder JSON, 10 answers JSON, 11 user JSON, 12 detail,
   -- 13 attempt token
-  local user_id, user_json, detail = ARGV[7], ARGV[11], ARGV[12]
-  local may = allowed(user_id, ARGV[8])
-  if status == 'pending' and expire_if_due() then
-    -- no sweep will report this expiry: the caller re-renders the ask ('expired' -> CLOSED)
-    event(may and 'late' or 'refused', user_json, detail)
-    return {'expired', record()}
+  return submit(status, ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13])
+elseif op == 'pick' then
+  -- 7 user id, 8 groups JSON, 9 responder JSON, 10 question index, 11 option index (from 0),
+  -- 12 user JSON, 13 name JSON, 14 attempt token, 15 '1': the caller can look up the person's
+  -- groups, so an unnamed person is sent back for them ('groups') before anything is recorded.
+  -- The answer is built here from the stored question set: one round trip per click.
+  local qs = cjson.decode(redis.call('HGET', rec, 'body')).questions.questions
+  local q = qs[tonumber(ARGV[10]) + 1]
+  local option = q and q.options[tonumber(ARGV[11]) + 1]
+  if #qs ~= 1 or not q or q.multiSelect or not option then
+    return {'invalid', record()}
   end
-  if not may then
-    event('refused', user_json, detail)
-    return {'not_allowed', record()}
+  if ARGV[15] == '1' and not allowed(ARGV[7], ARGV[8]) then
+    return {'groups', record()}
   end
-  if status == 'answered' then
-    if redis.call('HGET', rec, 'by_user') == user_id
-        and redis.call('HGET', rec, 'answers') == ARGV[10] then
-      -- the accepting attempt re-sent (its reply was lost) is still that attempt
-      if redis.call('HGET', rec, 'attempt') == ARGV[13] then
-        return {'accepted', record()}
-      end
-      return {'repeated', record()}
-    end
-    event('late', user_json, detail)
-    return {'already_answered', record()}
-  elseif status ~= 'pending' then
-    event('late', user_json, detail)
-    return {'closed', record()}
-  end
-  redis.call('HSET', rec, 'answers', ARGV[10], 'by', ARGV[9], 'by_user', user_id, 'at', now,
-    'attempt', ARGV[13])
-  event('answered', user_json, detail)
-  finish('answered')
-  return {'accepted', record()}
+  local answers = '[{"other_text":null,"question":' .. jstr(q.question) .. ',"selected":['
+    .. jstr(option.label) .. ']}]'
+  local detail = '{"name":' .. ARGV[13] .. ',"answers":' .. answers .. '}'
+  return submit(status, ARGV[7], ARGV[8], ARGV[9], answers, ARGV[12], detail, ARGV[14])
 elseif op == 'close' then
   -- 7 status (expired|cancelled), 8 user JSON (who closed it, or null)
   if status == ARGV[7] then

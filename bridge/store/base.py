@@ -95,7 +95,8 @@ def dump_answers(answers: Sequence[Answer]) -> tuple[list[dict[str, Any]], str]:
     """The answers as JSON-ready dicts (for the audit trail) and their canonical text: equal
     answers give equal text, which is how a repeated submission is recognised."""
     dumped = [a.model_dump(mode="json") for a in answers]
-    return dumped, json.dumps(dumped, separators=(",", ":"), sort_keys=True)
+    # UTF-8 as is (not \\u escapes: a 3-byte character would take 6), as ask.lua's jstr writes it
+    return dumped, json.dumps(dumped, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 class SubmitOutcome(StrEnum):
@@ -108,6 +109,9 @@ class SubmitOutcome(StrEnum):
     # (it was past expires_at): then nobody else re-renders it, the caller must (Store.submit)
     NOT_ALLOWED = "not_allowed"  # the person is not among the ask's answerers; nothing changed
     NOT_FOUND = "not_found"  # no such ask (never existed, or past its retention)
+    # only from Store.pick, with nothing changed:
+    INVALID = "invalid"  # not a one-click ask, or no such question or option
+    GROUPS = "groups"  # look up the person's groups among record.answerers, then pick again
 
 
 @dataclass(frozen=True)
@@ -258,6 +262,44 @@ class Store(ABC):
         ``CLOSED``. No sweep will return that ask, so *the caller* re-renders it as ended.
         ``now`` (default: the clock) is the time the step runs at, like :meth:`sweep`'s.
         """
+
+    async def pick(
+        self,
+        ask_id: str,
+        who: Responder,
+        question: int,
+        option: int,
+        *,
+        groups_unknown: bool = False,
+        now: float | None = None,
+        attempt: str | None = None,
+    ) -> SubmitResult:
+        """A one-click answer: option ``option`` of question ``question`` (from 0), built from the
+        stored question set and submitted as :meth:`submit` would, in one step -- a click costs
+        one round trip to a networked store, not a read and then a submission.
+
+        ``INVALID`` (with the record) when the ask is not a one-click ask (one single-select
+        question) or has no such question or option. ``groups_unknown``: the caller can look up
+        the person's groups; a person not named among the answerers then gets ``GROUPS`` (with
+        the record, whose ``answerers`` to look up) and should pick again with their groups.
+        Neither records anything. This default reads, then submits; a networked store does both
+        in one atomic step."""
+        record = await self.get(ask_id)
+        if record is None:
+            return SubmitResult(SubmitOutcome.NOT_FOUND, None)
+        qs = record.questions.questions
+        if (
+            len(qs) != 1
+            or qs[0].multiSelect
+            or not 0 <= question < len(qs)
+            or not 0 <= option < len(qs[question].options)
+        ):
+            return SubmitResult(SubmitOutcome.INVALID, record)
+        if groups_unknown and not record.may_answer(who):
+            return SubmitResult(SubmitOutcome.GROUPS, record)
+        q = qs[question]
+        answer = Answer(question=q.question, selected=(q.options[option].label,))
+        return await self.submit(ask_id, who, [answer], now=now, attempt=attempt)
 
     @abstractmethod
     async def close(

@@ -109,6 +109,8 @@ _OUTCOMES = {
     "closed": SubmitOutcome.CLOSED,
     "expired": SubmitOutcome.CLOSED,  # this submission found it past expires_at and expired it
     "not_allowed": SubmitOutcome.NOT_ALLOWED,
+    "invalid": SubmitOutcome.INVALID,
+    "groups": SubmitOutcome.GROUPS,
 }
 
 # What "Redis did not answer" looks like in redis-py (OSError covers socket errors and timeouts).
@@ -459,7 +461,7 @@ class RedisStore(Store):
                 who.model_dump_json(),
                 chosen,
                 json.dumps(who.user_id),
-                json.dumps({"name": who.name, "answers": dumped}),
+                json.dumps({"name": who.name, "answers": dumped}, ensure_ascii=False),
                 attempt,
             ),
             now,
@@ -467,7 +469,10 @@ class RedisStore(Store):
         # Sent with the verdict: should this process die right after the script accepts, a
         # sweeper still visits the ask soon and finishes the hand-off (XX: only indexed asks).
         mark = {ask_id: now + self.lease_ttl}
-        reply = await self._index_and_run(mark, ask_id, argv, xx=True)
+        return await self._judged(ask_id, await self._index_and_run(mark, ask_id, argv, xx=True))
+
+    async def _judged(self, ask_id: str, reply: list[Any]) -> SubmitResult:
+        """A submission's verdict, after finishing what the script left to this process."""
         if reply[0] == "missing":
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
         raw = codec.pairs(reply[1])
@@ -476,6 +481,41 @@ class RedisStore(Store):
         elif reply[0] == "expired":
             await self._ended(ask_id, raw)
         return SubmitResult(_OUTCOMES[reply[0]], codec.record(raw))
+
+    @_guarded("pick")
+    async def pick(
+        self,
+        ask_id: str,
+        who: Responder,
+        question: int,
+        option: int,
+        *,
+        groups_unknown: bool = False,
+        now: float | None = None,
+        attempt: str | None = None,
+    ) -> SubmitResult:
+        """One script: ``ask.lua`` builds the answer from the stored question set."""
+        await self._init()
+        now = time.time() if now is None else now
+        attempt = secrets.token_hex(8) if attempt is None else attempt
+        argv = self._argv(
+            "pick",
+            ask_id,
+            (
+                who.user_id,
+                json.dumps(list(who.groups)),
+                who.model_dump_json(),
+                question,
+                option,
+                json.dumps(who.user_id),
+                json.dumps(who.name, ensure_ascii=False),
+                attempt,
+                "1" if groups_unknown else "0",
+            ),
+            now,
+        )
+        mark = {ask_id: now + self.lease_ttl}  # as submit's
+        return await self._judged(ask_id, await self._index_and_run(mark, ask_id, argv, xx=True))
 
     @_guarded("close")
     async def close(
@@ -581,8 +621,8 @@ class RedisStore(Store):
                     continue
                 found.append(codec.record(raw))
                 if len(found) == limit:
-                    last = i == len(batch) - 1 and len(batch) < PIPELINE_CHUNK
-                    return PendingPage(found, None if last else page_cursor(float(score), ask_id))
+                    end = i == len(batch) - 1 and len(batch) < PIPELINE_CHUNK
+                    return PendingPage(found, None if end else page_cursor(float(score), ask_id))
             if len(batch) < PIPELINE_CHUNK:
                 return PendingPage(found, None)
             start += len(batch)
