@@ -161,3 +161,32 @@ def test_the_mcp_token_is_read_from_dotenv_and_an_empty_app_token_is_unset(
     (tmp_path / ".env").write_text(f"ASK_BRIDGE_MCP_TOKEN={token}\nSLACK_APP_TOKEN=\n")
     assert token_from_env("0.0.0.0") == token
     assert not SlackSettings().socket_mode  # a copied .env.example line does not mean Socket Mode
+
+
+def test_a_framework_adapter_without_its_framework_names_the_pip_install() -> None:
+    code = """
+import importlib, sys
+blocked = {"chatlas": "chatlas", "pydantic_ai": "pydantic_ai", "langchain": "langchain_core",
+           "openai_agents": "agents", "claude_agent_sdk": "claude_agent_sdk"}
+for name in blocked.values():
+    sys.modules[name] = None
+for adapter in blocked:
+    try:
+        importlib.import_module("bridge.frameworks." + adapter)
+    except ModuleNotFoundError as exc:
+        print(exc)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "bridge.frameworks.chatlas needs the chatlas extra (chatlas is not installed): "
+        "pip install 'ask-bridge[chatlas]'",
+        "bridge.frameworks.pydantic_ai needs the pydantic-ai extra (pydantic_ai is not "
+        "installed): pip install 'ask-bridge[pydantic-ai]'",
+        "bridge.frameworks.langchain needs the langchain extra (langchain_core.callbacks is not "
+        "installed): pip install 'ask-bridge[langchain]'",
+        "bridge.frameworks.openai_agents needs the openai-agents extra (agents is not "
+        "installed): pip install 'ask-bridge[openai-agents]'",
+        "bridge.frameworks.claude_agent_sdk needs the claude-agent-sdk extra "
+        "(claude_agent_sdk is not installed): pip install 'ask-bridge[claude-agent-sdk]'",
+    ]

@@ -26,4 +26,62 @@ result; a :class:`~bridge.errors.ToolRejected` becomes an error result the model
 a deferral ends the model's turn (or pauses the run, where the framework has its own way to pause
 and resume), with ``AskUserDeferred.extra`` (the ask id) kept out of the model's sight in the
 framework's own metadata slot.
+
+Importing an adapter whose framework is not installed raises ``ModuleNotFoundError`` whose message
+is the one line to run, e.g. ``pip install 'ask-bridge[chatlas]'`` (:class:`_NamesTheExtra`).
 """
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib.abc import Loader, MetaPathFinder
+from importlib.machinery import ModuleSpec, PathFinder
+from types import ModuleType
+
+EXTRAS = {
+    "chatlas": "chatlas",
+    "pydantic_ai": "pydantic-ai",
+    "langchain": "langchain",
+    "openai_agents": "openai-agents",
+    "claude_agent_sdk": "claude-agent-sdk",
+}
+"""Adapter module -> the extra that installs its framework."""
+
+
+class _NamesTheExtra(MetaPathFinder):
+    """Finds this package's adapters as usual, with a loader that turns a missing framework into
+    the install line (one place, instead of a guard in every adapter)."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        package, _, leaf = fullname.rpartition(".")
+        if package != __name__ or leaf not in EXTRAS:
+            return None
+        spec = PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _Loader(spec.loader, fullname, EXTRAS[leaf])
+        return spec
+
+
+class _Loader(Loader):
+    def __init__(self, inner: Loader, name: str, extra: str) -> None:
+        self.inner, self.name, self.extra = inner, name, extra
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        try:
+            self.inner.exec_module(module)
+        except ModuleNotFoundError as exc:
+            raise ModuleNotFoundError(
+                f"{self.name} needs the {self.extra} extra ({exc.name} is not installed): "
+                f"pip install 'ask-bridge[{self.extra}]'",
+                name=exc.name,
+            ) from None
+
+
+if not any(isinstance(finder, _NamesTheExtra) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _NamesTheExtra())
