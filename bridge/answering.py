@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
-from bridge import replies
+from bridge import metrics, replies
 from bridge.models import Answer, QuestionSet
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Responder
@@ -156,6 +157,7 @@ class Answering:
 
     # -- judging ------------------------------------------------------------------------------
 
+    @metrics.judged
     async def pick(self, ask_id: str, question: int, option: int, who: Caller) -> Verdict:
         """A one-click answer: option ``option`` of question ``question``, in one store step
         (:meth:`Store.pick`); a second only when the person's groups must be looked up."""
@@ -177,6 +179,7 @@ class Answering:
         except Unavailable:
             return self._verdict(Outcome.UNAVAILABLE, None)
 
+    @metrics.judged
     async def open_form(self, ask_id: str, who: Caller, question: int | None = None) -> Verdict:
         """May ``who`` open the answer form (of one question, or of the whole set)? ``OPEN`` with
         the record to render, or the refusal."""
@@ -201,6 +204,7 @@ class Answering:
             return self._verdict(Outcome.UNAVAILABLE, None)
         return Verdict(Outcome.OPEN, record, None, rerender=False)
 
+    @metrics.judged
     async def submit_form(self, ask_id: str, who: Caller, picks: Mapping[int, Picks]) -> Verdict:
         """A submitted form: ``picks`` by question index, checked against the stored question set
         (see :func:`check_picks`) before anything is submitted."""
@@ -260,6 +264,7 @@ class Answering:
         try:
             return await asyncio.wait_for(op, self.store_timeout)
         except (StoreUnavailable, TimeoutError) as exc:
+            metrics.store_error("judge")
             log.warning("store unavailable while judging a click: %s", exc or "timed out")
             raise Unavailable(str(exc)) from exc
         except asyncio.CancelledError:
@@ -283,11 +288,15 @@ class Answering:
         the platform allows) and the answer is already stored. Otherwise calls ``ack()`` at once,
         lets the judgement finish in the background, hands its verdict to ``late`` (which tells
         the person), and returns ``None``."""
+        started = time.monotonic()
         work = asyncio.ensure_future(judging)
         done, _ = await asyncio.wait({work}, timeout=self.ack_budget)
         if done:
-            return work.result()
+            verdict = work.result()
+            metrics.acked(metrics.platform_of(verdict.record), time.monotonic() - started)
+            return verdict
         await ack()
+        metrics.acked(metrics.UNKNOWN, time.monotonic() - started)
         self.spawn(self._finish_late(work, late))
         return None
 

@@ -18,6 +18,35 @@ from slack_bolt.async_app import AsyncApp
 
 DRAIN_SECONDS = 3.0
 log = logging.getLogger(__name__)
+SDK_LOGGER = "slack_sdk.socket_mode.aiohttp"
+
+
+class ReconnectsOnce(logging.Filter):
+    """slack_sdk retries a lost Socket Mode connection every 10 s and logs each failed attempt
+    with a traceback. This lets the first failure of a streak through as one line and drops the
+    repeats; a failure after :attr:`quiet` seconds without one starts a new streak. (The
+    reconnection itself is logged at INFO by slack_sdk.)"""
+
+    quiet = 30.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last: float | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith("Failed to connect"):
+            return True
+        now, last = record.created, self.last
+        self.last = now
+        if last is not None and now - last < self.quiet:
+            return False
+        record.exc_info = record.exc_text = None
+        record.msg, record.args = message + " (repeats are not logged)", None
+        return True
+
+
+logging.getLogger(SDK_LOGGER).addFilter(ReconnectsOnce())
 
 
 class _DrainingHandler(AsyncSocketModeHandler):

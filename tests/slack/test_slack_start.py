@@ -106,3 +106,28 @@ async def test_a_good_start_has_no_bolt_token_warning(fake: FakeSlack) -> None:
     assert serve.returncode == 0
     assert not [line for line in serve.log if "will be unused" in line], serve.log
     assert fake.ok_calls("auth.test")
+
+
+def test_socket_mode_reconnect_failures_are_one_line_per_streak() -> None:
+    from platforms.slack.socket_mode import SDK_LOGGER, ReconnectsOnce
+
+    seen: list[logging.LogRecord] = []
+    quiet = ReconnectsOnce()
+
+    def failure(at: float) -> logging.LogRecord:
+        try:
+            raise ConnectionRefusedError("connect call failed")
+        except ConnectionRefusedError:
+            record = logging.getLogger(SDK_LOGGER).makeRecord(
+                SDK_LOGGER, logging.ERROR, __file__, 1,
+                "Failed to connect (error: %s); Retrying...", ("refused",), sys.exc_info(),
+            )  # fmt: skip
+        record.created = at
+        return record
+
+    for at in (0.0, 10.0, 20.0, 30.0, 100.0, 110.0):  # two streaks of failures, 10 s apart
+        record = failure(at)
+        if quiet.filter(record):
+            seen.append(record)
+    assert [r.created for r in seen] == [0.0, 100.0]
+    assert all(r.exc_info is None and "repeats are not logged" in r.getMessage() for r in seen)
