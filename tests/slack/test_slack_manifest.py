@@ -18,6 +18,7 @@ SCOPES = {  # Web API method (as slack_sdk names it) -> bot scope it needs
     "views_open": None,
     "views_update": None,
     "apps_connections_open": None,  # the app-level token's connections:write (start-up check)
+    "conversations_info": None,  # doctor only: without channels:read it says it cannot check
 }
 
 
