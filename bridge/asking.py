@@ -135,6 +135,7 @@ class ChatHandler:
             # Ended before its message was known (a click right after the post, racing this
             # call): whoever ended it had no message to re-render, so this process does.
             await self._render(known)
+        del known  # as big as the ask: not held for the whole wait
         if policy.mode == "defer":
             return self._deferred(record, ask.message)
         done = await self.store.wait(record.id, policy.wait)

@@ -393,8 +393,15 @@ async def test_pick_builds_the_answer_from_the_stored_set_in_one_step(store: Sto
     assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.REPEATED
     assert (await store.submit(rec.id, ALICE, expected)).outcome is SubmitOutcome.REPEATED
     assert (await store.pick(rec.id, ALICE, 0, 1)).outcome is SubmitOutcome.ALREADY_ANSWERED
-    answered = [e for e in await store.history(rec.id) if e.kind == "answered"]
-    assert answered[0].detail["answers"][0]["selected"] == [TRICKY[::-1]]
+    trail = await store.history(rec.id)
+    answered = [e for e in trail if e.kind == "answered"]
+    assert answered[0].detail == {
+        "name": "Alice",
+        "answers": [{"selected": [TRICKY[::-1]], "other_text": None}],
+    }
+    # the audit trail never repeats question texts (each noise event would store them again)
+    late = [e for e in trail if e.kind == "late"]
+    assert late and all("question" not in a for e in late for a in e.detail["answers"])
     # and a submission first makes a later pick of the same option a repeat
     other = one_click(TRICKY, TRICKY[::-1])
     await store.create(other)
@@ -525,6 +532,42 @@ async def test_expiry_at_submit_leaves_the_due_index(
         result = await store.submit(rec.id, ALICE, YES, now=time.time() + 120)
         assert result.outcome is SubmitOutcome.CLOSED
         assert await raw.zscore(store.keys.due, rec.id) is None
+    finally:
+        await store.aclose()
+        await raw.aclose()
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_a_settled_ask_keeps_its_outcome_and_trail_and_drops_what_pending_needs(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"keep{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        rec = new_record()
+        await store.create(rec)
+        await store.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+        waiting = asyncio.create_task(store.wait(rec.id, 10))
+        await store.listening()
+        assert (await store.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+        assert await waiting is not None
+        await store.confirm(rec.id)
+        fields = set(await raw.hgetall(store.keys.rec(rec.id)))
+        assert {"exp", "attempt"} <= fields  # not settled yet: its final state is not shown
+        assert await store.claim_render(rec.id) is not None
+        await store.mark_rendered(rec.id)
+        fields = set(await raw.hgetall(store.keys.rec(rec.id)))
+        assert not fields & {"exp", "attempt", "render_by"}
+        assert {"body", "answers", "by", "at", "render_at"} <= fields
+        assert await raw.zscore(store.keys.due, rec.id) is None
+        kept = await store.get(rec.id)
+        assert kept is not None and kept.answers == YES and kept.message is not None
+        kinds = [e.kind for e in await store.history(rec.id)]
+        assert kinds == ["created", "posted", "answered", "rendered"]
+        late = await store.submit(rec.id, BOB, YES)  # a late click is still judged as before
+        assert late.outcome is SubmitOutcome.ALREADY_ANSWERED
     finally:
         await store.aclose()
         await raw.aclose()

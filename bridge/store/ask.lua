@@ -3,7 +3,8 @@
 -- KEYS: 1 rec (hash), 2 log (list), 3 lease (string), 4 noise (list) -- one hash slot.
 -- ARGV: 1 op, 2 now (seconds, JSON number text), 3 events channel, 4 ask id,
 --       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
--- Replies: {verdict, HGETALL of the record} (the record part is absent where noted).
+-- Replies: {verdict, HGETALL of the record} (the record part is absent where noted; confirm, sent
+-- and rendered answer {'ok', '1' if the ask is settled (see tidy) else '0'}).
 -- Events are JSON built here from pre-encoded pieces (and strings written by jstr), so no JSON is
 -- ever re-encoded by cjson.
 -- Every op is safe to run twice with the same arguments (redis-py re-sends a command whose reply
@@ -171,6 +172,20 @@ local function submit(status, user_id, groups_json, by_json, answers, user_json,
   return {'accepted', record()}
 end
 
+-- Whether nothing is left to do for the ask (it ended, its hand-off is settled, its final state
+-- is shown or cannot be); then what only a pending ask needs is dropped, so an ended ask keeps
+-- its audit trail and outcome for the retention and little else. (bridge.store.redis._settled)
+local function tidy()
+  local handoff = redis.call('HGET', rec, 'handoff')
+  if redis.call('HGET', rec, 'status') == 'pending'
+      or (handoff ~= 'none' and handoff ~= 'sent' and handoff ~= 'confirmed')
+      or show_in(0) ~= nil then
+    return '0'
+  end
+  redis.call('HDEL', rec, 'exp', 'attempt', 'render_by')
+  return '1'
+end
+
 local exists = redis.call('EXISTS', rec) == 1
 
 if op == 'create' then
@@ -223,9 +238,10 @@ elseif op == 'pick' then
   if ARGV[15] == '1' and not allowed(ARGV[7], ARGV[8]) then
     return {'groups', record()}
   end
-  local answers = '[{"other_text":null,"question":' .. jstr(q.question) .. ',"selected":['
-    .. jstr(option.label) .. ']}]'
-  local detail = '{"name":' .. ARGV[13] .. ',"answers":' .. answers .. '}'
+  local selected = '"selected":[' .. jstr(option.label) .. ']}]'
+  local answers = '[{"other_text":null,"question":' .. jstr(q.question) .. ',' .. selected
+  -- the audit trail's answers leave out the question (bridge.store.base.dump_answers)
+  local detail = '{"name":' .. ARGV[13] .. ',"answers":[{"other_text":null,' .. selected .. '}'
   return submit(status, ARGV[7], ARGV[8], ARGV[9], answers, ARGV[12], detail, ARGV[14])
 elseif op == 'close' then
   -- 7 status (expired|cancelled), 8 user JSON (who closed it, or null)
@@ -258,7 +274,7 @@ elseif op == 'confirm' then
     redis.call('HSET', rec, 'handoff', 'confirmed')
     redis.call('DEL', lease)
   end
-  return {'ok', record()}
+  return {'ok', tidy()}
 elseif op == 'release' then
   -- the waiting call is gone (cancelled) without returning anything: an answer handed to it
   -- ('waiter') or taken by it -- even confirmed -- whose reply it never read goes to the feed
@@ -292,6 +308,7 @@ elseif op == 'settle' then
   end
   local wait = show_in(tonumber(ARGV[8]))
   if wait == nil then
+    tidy()
     return {'done'}
   elseif wait > 0 then
     return {'later', tostring(tonumber(now) + wait)}
@@ -301,7 +318,7 @@ elseif op == 'sent' then
   if redis.call('HGET', rec, 'handoff') == 'feed' then
     redis.call('HSET', rec, 'handoff', 'sent')
   end
-  return {'ok', record()}
+  return {'ok', tidy()}
 elseif op == 'deliver' then
   -- 7 feed entry id: the first entry for an ask delivers it; a duplicate entry never does
   local fed = redis.call('HGET', rec, 'fed')
@@ -341,6 +358,6 @@ elseif op == 'rendered' then
     redis.call('HSET', rec, 'rendered', '1')
     event('rendered', 'null', '{}')
   end
-  return {'ok', record()}
+  return {'ok', tidy()}
 end
 return redis.error_reply('ask.lua: unknown op ' .. tostring(op))

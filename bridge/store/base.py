@@ -92,11 +92,18 @@ def merge_history(
 
 
 def dump_answers(answers: Sequence[Answer]) -> tuple[list[dict[str, Any]], str]:
-    """The answers as JSON-ready dicts (for the audit trail) and their canonical text: equal
-    answers give equal text, which is how a repeated submission is recognised."""
-    dumped = [a.model_dump(mode="json") for a in answers]
-    # UTF-8 as is (not \\u escapes: a 3-byte character would take 6), as ask.lua's jstr writes it
-    return dumped, json.dumps(dumped, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    """The answers as JSON-ready dicts for the audit trail, and their canonical text: equal
+    answers give equal text, which is how a repeated submission is recognised.
+
+    The audit trail's answers leave out the question texts (answer ``i`` answers question ``i``
+    of the record): each refused or late click would otherwise store every question again."""
+    canonical = json.dumps(
+        [a.model_dump(mode="json") for a in answers],
+        separators=(",", ":"),
+        sort_keys=True,
+        ensure_ascii=False,  # UTF-8 as is (a 3-byte character would take 6), as ask.lua writes it
+    )
+    return [a.model_dump(mode="json", exclude={"question"}) for a in answers], canonical
 
 
 class SubmitOutcome(StrEnum):

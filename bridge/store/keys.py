@@ -46,6 +46,11 @@ releases, so an answer a call returned is never also fed.
 Showing the final state: ``claim_render`` records ``render_at`` (and counts ``render_tries``) when
 nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
 
+Retention: once an ended ask is settled (nothing left for a sweeper), the fields only a pending or
+just-ended ask needs (``exp``, ``attempt``, ``render_by``) are dropped; the record (its question
+set, to re-render it for a late click), the outcome and the audit trail stay for the retention.
+The audit trail's answers never repeat the question texts (answer ``i`` answers question ``i``).
+
 ``ask.lua`` spells the key order and field names literally (Lua cannot import them); a change here
 is a change there.
 """

@@ -357,9 +357,10 @@ class RedisStore(Store):
         await self._r.xadd(self.keys.feed, {"ask": ask_id}, minid=min_id, approximate=True)
         await self._r.expire(self.keys.feed, int(self.retention) + 86400)
         reply = await self._run("sent", ask_id)
-        raw = codec.pairs(reply[1]) if reply[0] == "ok" else {}
-        await self._unindex_if_settled(ask_id, raw)
-        return not raw or _settled(raw)
+        settled: bool = reply[0] != "ok" or reply[1] == "1"
+        if settled:
+            await self._r.zrem(self.keys.due, ask_id)
+        return settled
 
     async def _ended(self, ask_id: str, raw: dict[str, str]) -> None:
         """An ask just left ``pending`` without an answer (closed or expired): feed it if it was
@@ -434,8 +435,8 @@ class RedisStore(Store):
         self._wakeups.release(ask_id)  # first: should the script fail, the lease lapses (feed)
         await self._init()
         reply = await self._run("confirm", ask_id)
-        if reply[0] == "ok":
-            await self._unindex_if_settled(ask_id, codec.pairs(reply[1]))
+        if reply[0] == "ok" and reply[1] == "1":
+            await self._r.zrem(self.keys.due, ask_id)
 
     @_guarded("submit")
     async def submit(
@@ -691,8 +692,8 @@ class RedisStore(Store):
     async def mark_rendered(self, ask_id: str) -> None:
         await self._init()
         reply = await self._run("rendered", ask_id)
-        if reply[0] == "ok":
-            await self._unindex_if_settled(ask_id, codec.pairs(reply[1]))
+        if reply[0] == "ok" and reply[1] == "1":
+            await self._r.zrem(self.keys.due, ask_id)
 
     @_guarded("wait")
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
