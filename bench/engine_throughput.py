@@ -4,8 +4,9 @@ Run: ``.venv/bin/python bench/engine_throughput.py [SECONDS]``. One cycle is wha
 call costs end to end: a ``ChatHandler`` call creates a 4-question ask, posts it (a poster that
 shows nothing), records the message and waits; the answering side (its own store, so its own
 connections, as a click handler in another process would have) submits 4 answers as soon as the
-ask is posted; the wake-up reaches the waiting call, which takes the answer, confirms it and
-returns. Both sides run in this process, so its CPU time is the whole client cost of a cycle.
+message is recorded (a person clicks once it is on screen); the wake-up reaches the waiting call,
+which takes the answer, confirms it and returns. Both sides run in this process, so its CPU time
+is the whole client cost of a cycle.
 
 Baseline in the same run: create + submit only (no waiting call, no wake-up, no take), the figure
 an earlier version of this bench reported.
@@ -21,19 +22,33 @@ from engine_common import NullPoster, four_questions, record, server_url
 
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.models import Answer
-from bridge.record import AskRecord, Destination, Responder
+from bridge.record import AskRecord, Destination, MessageRef, Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
+from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS, connect
 
 IN_FLIGHT = 64
 
 
+class ShownStore(RedisStore):
+    """The agent's store, telling the bench when an ask's message is on screen (recorded by
+    ``set_message``): a person clicks after seeing it, not while it is being posted."""
+
+    shown: asyncio.Queue[str]
+
+    async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
+        record = await super().set_message(ask_id, message)
+        self.shown.put_nowait(ask_id)
+        return record
+
+
 async def full_cycles(url: str, seconds: float) -> tuple[int, float, float]:
     """Cycles done, wall seconds, CPU seconds."""
-    agent = RedisStore.from_url(url, prefix="tp")
+    client, subscriber = connect(url, max_connections=DEFAULT_MAX_CONNECTIONS)
+    agent = ShownStore(client, subscriber, prefix="tp")
+    agent.shown = asyncio.Queue()
     clicks = RedisStore.from_url(url, prefix="tp")
     poster = NullPoster()
-    poster.queue = asyncio.Queue()
     handler = ChatHandler(
         poster, agent, Destination(platform="slack", channel="C0123456789"), AskPolicy(wait=60)
     )
@@ -43,10 +58,9 @@ async def full_cycles(url: str, seconds: float) -> tuple[int, float, float]:
     await agent.listening()
 
     async def answerer() -> None:
-        assert poster.queue is not None
         while True:
-            posted: AskRecord = await poster.queue.get()
-            result = await clicks.submit(posted.id, who, answers)
+            ask_id = await agent.shown.get()
+            result = await clicks.submit(ask_id, who, answers)
             assert result.outcome is SubmitOutcome.ACCEPTED
 
     done = 0
