@@ -573,6 +573,46 @@ async def test_a_settled_ask_keeps_its_outcome_and_trail_and_drops_what_pending_
         await raw.aclose()
 
 
+async def test_a_wake_up_reaches_only_the_process_that_waits(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Each answer is published on the channel of the process holding the ask's lease, not to
+    every subscribed process: what an answer costs does not grow with the replicas."""
+    url = url_for("redis", request)
+    assert url is not None
+    prefix = f"wake{secrets.token_hex(3)}"
+    mine, other, clicks = (RedisStore.from_url(url, prefix=prefix) for _ in range(3))
+    raw = Redis.from_url(url, decode_responses=True)
+    heard = raw.pubsub()
+    await heard.psubscribe(f"{prefix}:*")
+    try:
+        x, y = new_record(), new_record()
+        await mine.create(x)
+        await other.create(y)
+        waits = [asyncio.create_task(s.wait(r.id, 10)) for s, r in ((mine, x), (other, y))]
+        await mine.listening()
+        await other.listening()
+        assert (await clicks.submit(x.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+        done = await waits[0]
+        assert done is not None and done.answers == YES
+        published: list[tuple[str, str]] = []
+        while (message := await heard.get_message(timeout=0.5)) is not None:
+            if message["type"] == "pmessage":
+                published.append((message["channel"], message["data"]))
+        assert len(published) == 1  # one process waits for x: one wake-up, on its own channel
+        channel, ask_id = published[0]
+        assert ask_id == x.id and channel.startswith(f"{prefix}:wake:")
+        assert not waits[1].done()
+        await clicks.submit(y.id, ALICE, YES)
+        assert await waits[1] is not None
+        await heard.get_message(timeout=0.5)
+    finally:
+        await heard.aclose()
+        await raw.aclose()
+        for store in (mine, other, clicks):
+            await store.aclose()
+
+
 def _dead_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,7 +1,9 @@
 -- Every state change of one ask, atomically. Key scheme and record fields: bridge/store/keys.py.
 --
--- KEYS: 1 rec (hash), 2 log (list), 3 lease (string), 4 noise (list) -- one hash slot.
--- ARGV: 1 op, 2 now (seconds, JSON number text), 3 events channel, 4 ask id,
+-- KEYS: 1 rec (hash), 2 log (list), 3 lease (set of wake-up channels), 4 noise (list) -- one
+--       hash slot.
+-- ARGV: 1 op, 2 now (seconds, JSON number text), 3 shared events channel (only for a lease
+--       written before per-process channels), 4 ask id,
 --       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
 -- Replies: {verdict, HGETALL of the record} (the record part is absent where noted; confirm, sent
 -- and rendered answer {'ok', '1' if the ask is settled (see tidy) else '0'}).
@@ -44,6 +46,28 @@ local function event(kind, user_json, detail_json)
   end
 end
 
+-- A live process will take this answer: its wake-up channel joins the lease, which lives ms more.
+local function hold(channel, ms)
+  if redis.call('TYPE', lease).ok == 'string' then
+    redis.call('DEL', lease) -- written before per-process channels: its holder hears the shared one
+  end
+  redis.call('SADD', lease, channel)
+  redis.call('PEXPIRE', lease, ms)
+end
+
+-- Wake the processes that wait for this ask, and only them: each holds the lease with its own
+-- channel. (A lease from before per-process channels is a string: wake on the shared channel.)
+local function wake()
+  local kind = redis.call('TYPE', lease).ok
+  if kind == 'set' then
+    for _, waker in ipairs(redis.call('SMEMBERS', lease)) do
+      redis.call('PUBLISH', waker, ask_id)
+    end
+  elseif kind == 'string' then
+    redis.call('PUBLISH', channel, ask_id)
+  end
+end
+
 -- Leave "pending": decide who gets the outcome, wake waiters, start the retention clock.
 local function finish(status)
   redis.call('HSET', rec, 'status', status)
@@ -64,7 +88,7 @@ local function finish(status)
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
   redis.call('PEXPIRE', noise, retention_ms)
-  redis.call('PUBLISH', channel, ask_id)
+  wake()
   return handoff
 end
 
@@ -101,11 +125,11 @@ end
 
 -- The waiting call claims the outcome: a 'waiter' hand-off (or one it took already: a retry)
 -- becomes 'taken', and the lease lives on until the call confirms (or its process dies).
-local function take(lease_ms)
+local function take(lease_ms, waker)
   local handoff = redis.call('HGET', rec, 'handoff')
   if handoff == 'waiter' or handoff == 'taken' then
     redis.call('HSET', rec, 'handoff', 'taken')
-    redis.call('SET', lease, '1', 'PX', lease_ms)
+    hold(waker, lease_ms)
     return {'taken', record()}
   end
   return {'other', record()}
@@ -189,7 +213,8 @@ end
 local exists = redis.call('EXISTS', rec) == 1
 
 if op == 'create' then
-  -- 7 body, 8 expires_at, 9 answerers, 10 deferred, 11 ttl ms, 12 lease ms, 13 event detail
+  -- 7 body, 8 expires_at, 9 answerers, 10 deferred, 11 ttl ms, 12 lease ms, 13 event detail,
+  -- 14 the creating process's wake-up channel (it is about to wait)
   if exists then
     -- the same ask again is a retry of this create; another one under that id is a duplicate
     return {redis.call('HGET', rec, 'body') == ARGV[7] and 'ok' or 'exists'}
@@ -199,7 +224,7 @@ if op == 'create' then
   redis.call('PEXPIRE', rec, ARGV[11])
   event('created', 'null', ARGV[13])
   if ARGV[10] == '0' and tonumber(ARGV[12]) > 0 then
-    redis.call('SET', lease, '1', 'PX', ARGV[12])
+    hold(ARGV[14], ARGV[12])
   end
   return {'ok'}
 end
@@ -255,7 +280,7 @@ elseif op == 'close' then
   finish(ARGV[7])
   return {'closed', record()}
 elseif op == 'defer' then
-  -- 7 lease ms (for a take)
+  -- 7 lease ms (for a take), 8 the caller's wake-up channel
   if status == 'pending' then
     if redis.call('HGET', rec, 'deferred') ~= '1' then
       redis.call('HSET', rec, 'deferred', '1')
@@ -264,10 +289,14 @@ elseif op == 'defer' then
     end
     return {'deferred', record()}
   end
-  return take(ARGV[7])
+  return take(ARGV[7], ARGV[8])
 elseif op == 'take' then
-  -- 7 lease ms
-  return take(ARGV[7])
+  -- 7 lease ms, 8 the taker's wake-up channel
+  return take(ARGV[7], ARGV[8])
+elseif op == 'watch' then
+  -- a call starts waiting (or its process re-subscribed): 7 lease ms, 8 its wake-up channel
+  hold(ARGV[8], ARGV[7])
+  return {status}
 elseif op == 'confirm' then
   -- the waiting call returned the answer it took: nothing more to hand off
   if redis.call('HGET', rec, 'handoff') == 'taken' then

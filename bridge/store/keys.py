@@ -11,9 +11,11 @@ slot and one Lua script can change all of it atomically):
                             ``base.py``), the newest ``noise_cap`` only; the record's
                             ``noise_dropped`` counts the rest. Same TTL. Each event carries a
                             ``seq`` (the record's ``seq`` counter) so ``history`` merges the two.
-``<prefix>:{<id>}:lease``   string with a short TTL: "a live process will take this answer". Set
-                            when the ask is created (unless deferred) and refreshed while a call
-                            waits on it, and after it took the answer until it confirms.
+``<prefix>:{<id>}:lease``   set with a short TTL: "a live process will take this answer", holding
+                            the wake-up channel of each such process. Set when the ask is created
+                            (unless deferred) and refreshed while a call waits on it, and after it
+                            took the answer until it confirms. (A string lease was written before
+                            per-process channels; its holder is woken on ``events``.)
 
 Global keys (each one key, so each in one slot; never touched by a script together with an ask's
 keys):
@@ -29,8 +31,13 @@ keys):
                      deployment. Each process remembers it and compares on every sweep (and when
                      a wait finds its ask missing): gone or changed means Redis lost its data
                      (restarted without persistence). TTL refreshed by every sweep.
-``<prefix>:events``  pub/sub channel (plain PUBLISH, which Cluster broadcasts to every node): the
-                     id of each ask that left ``pending``. Waiters subscribe once per process.
+``<prefix>:wake:<token>``  pub/sub channel of one process (one store): the id of each ask that
+                     left ``pending`` while that process held its lease, so a wake-up reaches only
+                     the process that waits for the ask (plain PUBLISH: Cluster broadcasts it
+                     between its nodes, but only that process receives it; sharded pub/sub would
+                     need the channel in the ask's slot).
+``<prefix>:events``  pub/sub channel shared by every process: wake-ups of asks whose lease was
+                     written before per-process channels (a rolling upgrade); nothing else.
 
 Hand-off of a finished ask (``handoff`` field), decided atomically when it leaves ``pending``:
 ``waiter`` (answered while a lease was live: the waiting call takes it -> ``taken``, keeping the
@@ -146,3 +153,7 @@ class Keys:
     @property
     def events(self) -> str:
         return f"{self.prefix}:events"
+
+    def waker(self, token: str) -> str:
+        """The wake-up channel of one process (one store), named by a random ``token``."""
+        return f"{self.prefix}:wake:{token}"

@@ -5,9 +5,10 @@ Correctness rests on three rules (key scheme, record fields and hand-off states:
 
 * Every change to one ask is one call of ``ask.lua`` over that ask's keys, which share a hash tag,
   so replicas race freely and Cluster never sees a cross-slot script.
-* Waking is pushed: each script that ends an ask PUBLISHes its id on one channel, and a store's
-  :class:`~bridge.store.redis_wakeups.Wakeups` holds one subscription for all its waiters, never
-  missing a wake-up published while it was away.
+* Waking is pushed: each script that ends an ask PUBLISHes its id on the wake-up channel of each
+  process holding its lease (only those: an answer costs the same however many replicas run), and
+  a store's :class:`~bridge.store.redis_wakeups.Wakeups` holds one subscription for all its
+  waiters, never missing a wake-up published while it was away.
 * Answers never get lost between processes: an answer lands either with a live waiter (a short
   lease key proves one is alive) or on the feed stream. Global keys (``due`` index, feed stream)
   are written next to -- never inside -- the per-ask script; ``due`` always holds an ask until its
@@ -188,7 +189,14 @@ class RedisStore(Store):
         self._epoch: str | None = None
         self._lost_data = False
         self._script = client.register_script(_SCRIPT)
-        self._wakeups = Wakeups(client, self._sub, self.keys, lease_ttl)
+        self._wakeups = Wakeups(
+            client,
+            self._sub,
+            self.keys,
+            lease_ttl,
+            channel=self.keys.waker(secrets.token_hex(8)),
+            watch=self._watch,
+        )
         self._ready = not isinstance(client, RedisCluster)
         self._ready_lock = asyncio.Lock()
         self._follower: asyncio.Task[None] | None = None
@@ -304,6 +312,12 @@ class RedisStore(Store):
             out.append(list(reply))
         return out
 
+    async def _watch(self, ask_ids: Sequence[str]) -> list[str]:
+        """Put this store's wake-up channel in each ask's lease; the asks' statuses (``missing``
+        for an unknown one), in one round trip (:class:`~bridge.store.redis_wakeups.Wakeups`)."""
+        args = (int(self.lease_ttl * 1000), self._wakeups.channel)
+        return [str(reply[0]) for reply in await self._run_many("watch", ask_ids, args)]
+
     async def _unindex_if_settled(self, ask_id: str, raw: dict[str, str]) -> None:
         """Drop an ask from ``due`` once nothing is left to do for it; if this step is lost, the
         sweeper's next visit finds the ask settled and drops it then."""
@@ -392,6 +406,7 @@ class RedisStore(Store):
                 self._ttl_ms(record),
                 int(self.lease_ttl * 1000),
                 detail,
+                self._wakeups.channel,
             ),
             record.created_at,
         )
@@ -423,7 +438,7 @@ class RedisStore(Store):
     @_guarded("defer")
     async def defer(self, ask_id: str) -> AskRecord | None:
         await self._init()
-        reply = await self._run("defer", ask_id, int(self.lease_ttl * 1000))
+        reply = await self._run("defer", ask_id, int(self.lease_ttl * 1000), self._wakeups.channel)
         if reply[0] == "missing":
             return None
         if reply[0] == "taken":
@@ -713,7 +728,9 @@ class RedisStore(Store):
                     await self._wakeups.woken(ask_id)
             except TimeoutError:
                 return None
-            reply = await self._run("take", ask_id, int(self.lease_ttl * 1000))
+            reply = await self._run(
+                "take", ask_id, int(self.lease_ttl * 1000), self._wakeups.channel
+            )
             if reply[0] == "missing":
                 await self._check_epoch()  # gone before its retention: was the data lost?
                 return None

@@ -1,9 +1,14 @@
 """Waking waiting calls of one :class:`~bridge.store.redis.RedisStore`, pushed rather than polled.
 
-Each script that ends an ask PUBLISHes its id on one channel (``Keys.events``). A store holds one
-subscription for all its waiters. After every (re)subscription -- and whenever a waiter registers
--- the status of the asks concerned is re-read, so a wake-up published while the subscription was
-down, or before the waiter registered, is never missed. While a call waits, its ask's lease is kept
+Each store has its own wake-up channel (``Keys.waker``), which joins the lease of every ask one of
+its calls waits for (and of each ask it creates to wait for). The script that ends an ask
+PUBLISHes its id on the channels in its lease only, so an answer wakes the one process that waits
+for it: the cost of an answer does not grow with the number of replicas. A store holds one
+subscription for all its waiters (its own channel, and the shared ``Keys.events`` that only leases
+written before per-process channels are woken on). After every (re)subscription -- and whenever a
+waiter registers -- the status of the asks concerned is re-read (and this store's channel put in
+their leases), so a wake-up published while the subscription was down, or before the waiter
+registered, is never missed. While a call waits, its ask's lease is kept
 alive, so an answer arriving meanwhile is handed to it rather than to the feed; and once it took
 the answer, until it confirms it returned it (:meth:`Wakeups.hold`), so the answer goes to the feed
 only if this process dies holding it.
@@ -13,13 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from redis.exceptions import RedisError
 
 from bridge.aio import stop
-from bridge.store.keys import Fields, Keys
+from bridge.store.keys import Keys
 from bridge.store.redis_connect import PIPELINE_CHUNK
+
+Watch = Callable[[Sequence[str]], Awaitable[list[str]]]
+"""Puts this store's channel in the leases of the given asks and returns their statuses."""
 
 
 class Wakeups:
@@ -29,10 +38,22 @@ class Wakeups:
     :meth:`aclose`.
     """
 
-    def __init__(self, client: Any, subscriber: Any, keys: Keys, lease_ttl: float) -> None:
+    def __init__(
+        self,
+        client: Any,
+        subscriber: Any,
+        keys: Keys,
+        lease_ttl: float,
+        *,
+        channel: str,
+        watch: Watch,
+    ) -> None:
         self._r = client
         self._sub = subscriber
         self._keys = keys
+        self.channel = channel
+        """This store's own wake-up channel."""
+        self._watch = watch
         self._lease_ms = int(lease_ttl * 1000)
         self._refresh_every = lease_ttl / 3
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
@@ -112,10 +133,10 @@ class Wakeups:
         while True:
             pubsub = self._sub.pubsub()
             try:
-                await pubsub.subscribe(self._keys.events)
+                await pubsub.subscribe(self._keys.events, self.channel)
                 async for message in pubsub.listen():
                     kind = message["type"]
-                    if kind == "subscribe":
+                    if kind == "subscribe" and message["channel"] == self.channel:
                         # (re)subscribed: anything published while away is found by re-reading
                         self.resubscriptions += 1
                         backoff = 0.02
@@ -143,12 +164,8 @@ class Wakeups:
             try:
                 for start in range(0, len(batch), PIPELINE_CHUNK):
                     chunk = batch[start : start + PIPELINE_CHUNK]
-                    async with self._r.pipeline(transaction=False) as pipe:
-                        for ask_id in chunk:
-                            pipe.hget(self._keys.rec(ask_id), Fields.STATUS)
-                            pipe.set(self._keys.lease(ask_id), "1", px=self._lease_ms)
-                        replies = await pipe.execute()
-                    for ask_id, status in zip(chunk, replies[::2], strict=True):
+                    statuses = await self._watch(chunk)
+                    for ask_id, status in zip(chunk, statuses, strict=True):
                         if status != "pending":
                             self._wake(ask_id)
             except (RedisError, OSError):
