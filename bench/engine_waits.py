@@ -1,7 +1,7 @@
 """Concurrent waiting ``ask_user`` calls in one fresh process: RSS per call, Redis connections,
 and that every call returns its own answer.
 
-Run: ``.venv/bin/python bench/engine_waits.py [N ...]`` (default 10,000). For each N, and for 1 and
+Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4]`` (default 10,000). For each N, and for 1 and
 4 questions per ask, a fresh child process imports the bridge, opens a ``RedisStore``, makes one
 whole warm-up call (so lazy imports, the connections and the scripts are in place), then starts N
 tool calls through ``AskUserTool.ainvoke`` with the model's arguments as decoded JSON -- exactly
@@ -11,8 +11,8 @@ them has run (counted on the server: INFO commandstats), then again after a coll
 Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
 ask, and each call must return its own answer.
 
-Baseline in the same child, measured after the calls: RSS per bare asyncio task parked on a
-future (the floor).
+Baseline in the same run: RSS per bare asyncio task parked on a future, N of them in a fresh
+process of their own (the floor).
 """
 
 from __future__ import annotations
@@ -39,6 +39,21 @@ def arguments(n_questions: int, i: int) -> object:
     qs = four_questions().model_dump(mode="json")["questions"][:n_questions]
     qs[0]["question"] = f"{qs[0]['question']} (call {i})"
     return json.loads(json.dumps(qs))
+
+
+async def floor(n: int) -> None:
+    """RSS per bare asyncio task parked on a future, in a fresh process of its own."""
+    gc.collect()
+    before = rss()
+    loop = asyncio.get_running_loop()
+    futs = [loop.create_future() for _ in range(n)]
+    parked = [asyncio.create_task(asyncio.wait_for(f, 600)) for f in futs]
+    await asyncio.sleep(0.1)
+    gc.collect()
+    print(json.dumps({"floor_per_task": (rss() - before) / n}))
+    for f in futs:
+        f.set_result(None)
+    await asyncio.gather(*parked)
 
 
 async def child(url: str, n: int, n_questions: int) -> None:
@@ -98,20 +113,6 @@ async def child(url: str, n: int, n_questions: int) -> None:
         )
     outcomes = await asyncio.gather(*calls)
     answered = time.perf_counter() - t1
-    # the floor, measured after the calls (so its freed memory cannot flatter them)
-    gc.collect()
-    floor0 = rss()
-    loop = asyncio.get_running_loop()
-    futs = [loop.create_future() for _ in range(n)]
-    parked = [asyncio.create_task(asyncio.wait_for(f, 600)) for f in futs]
-    await asyncio.sleep(0.1)
-    gc.collect()
-    floor = (rss() - floor0) / n
-    for f in futs:
-        f.set_result(None)
-    await asyncio.gather(*parked)
-    del futs, parked
-
     mine = {r.id: r.questions.questions[0].question for r in ids}
     ok = 0
     for out in outcomes:
@@ -124,7 +125,6 @@ async def child(url: str, n: int, n_questions: int) -> None:
                 "n": n,
                 "questions": n_questions,
                 "rss_per_call": (during - before) / n,
-                "floor_per_task": floor,
                 "connections": conns,
                 "ok": ok,
                 "ready_s": ready,
@@ -141,10 +141,26 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         asyncio.run(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
         return
-    sizes = [int(a) for a in sys.argv[1:]] or [10_000]
+    if len(sys.argv) > 1 and sys.argv[1] == "--floor":
+        asyncio.run(floor(int(sys.argv[2])))
+        return
+    args = sys.argv[1:]
+    shapes = (1, 4)
+    if "--questions" in args:
+        at = args.index("--questions")
+        shapes = tuple(int(q) for q in args[at + 1].split(","))
+        del args[at : at + 2]
+    sizes = [int(a) for a in args] or [10_000]
     with server_url() as url:
         for n in sizes:
-            for q in (1, 4):
+            out = subprocess.run(
+                [sys.executable, __file__, "--floor", str(n)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            bare = json.loads(out.strip().splitlines()[-1])["floor_per_task"]
+            for q in shapes:
                 out = subprocess.run(
                     [sys.executable, __file__, "--child", url, str(n), str(q)],
                     check=True,
@@ -155,7 +171,7 @@ def main() -> None:
                 print(
                     f"{r['n']:,} waiting ask_user calls, {r['questions']} question(s), fresh "
                     f"process: {r['rss_per_call'] / 1024:.1f} KB RSS per call (floor: a bare "
-                    f"parked task {r['floor_per_task'] / 1024:.2f} KB); "
+                    f"parked task in a fresh process {bare / 1024:.2f} KB); "
                     f"{r['connections']} Redis connections; {r['ok']:,}/{r['n']:,} returned "
                     f"their own answer (all waiting after {r['ready_s']:.1f} s, all answered "
                     f"in {r['answer_all_s']:.1f} s); target <= 8 KB (4 questions), <= 4 "
