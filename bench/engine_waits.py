@@ -1,15 +1,15 @@
 """Concurrent waiting ``ask_user`` calls in one fresh process: RSS per call, Redis connections,
 and that every call returns its own answer.
 
-Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4]`` (default 10,000). For each N, and for 1 and
-4 questions per ask, a fresh child process imports the bridge, opens a ``RedisStore``, makes one
-whole warm-up call (so lazy imports, the connections and the scripts are in place), then starts N
-tool calls through ``AskUserTool.ainvoke`` with the model's arguments as decoded JSON -- exactly
-what a framework hands over -- each validated, created, posted (a poster that shows nothing) and
-waiting. RSS is read once every call is waiting *and* the store's status check for every one of
-them has run (counted on the server: INFO commandstats), then again after a collection.
-Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
-ask, and each call must return its own answer.
+Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4]`` (default 10,000). For
+each N, and for 1 and 4 questions per ask, a fresh child process imports the bridge, opens a
+``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the scripts are
+in place), then starts N tool calls through ``AskUserTool.ainvoke`` with the model's arguments as
+decoded JSON -- exactly what a framework hands over -- each validated, created, posted (a poster
+that shows nothing) and waiting. RSS is read once every call is waiting *and* the store's status
+check for every one of them has run (counted on the server: INFO commandstats), then again after a
+collection. Connections are counted with CLIENT LIST while every call waits. Then a second store
+answers each ask, and each call must return its own answer.
 
 Baseline in the same run: RSS per bare asyncio task parked on a future, N of them in a fresh
 process of their own (the floor).
