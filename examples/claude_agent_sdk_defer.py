@@ -36,9 +36,8 @@ async def main(claude_code: Callable[[ClaudeAgentOptions], Transport | None]) ->
     )
     options = ClaudeAgentOptions(hooks=defer_hooks(handler))
 
-    stopped = [
-        m async for m in query(prompt=PROMPT, options=options, transport=claude_code(options))
-    ]
+    first_run = query(prompt=PROMPT, options=options, transport=claude_code(options))
+    stopped = [m async for m in first_run]
     result = stopped[-1]
     assert isinstance(result, ResultMessage) and result.stop_reason == "tool_deferred"
     teammate = asyncio.create_task(teammate_answers(store, poster))  # the question waits in chat
