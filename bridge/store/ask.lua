@@ -1,7 +1,7 @@
 -- Every state change of one ask, atomically. Key scheme and record fields: bridge/store/keys.py.
 --
 -- KEYS: 1 rec (hash), 2 log (list), 3 lease (set of wake-up channels), 4 noise (list) -- one
---       hash slot.
+--       hash slot; 5 the due index, except on Cluster (see below).
 -- ARGV: 1 op, 2 now (seconds, JSON number text), 3 shared events channel (only for a lease
 --       written before per-process channels), 4 ask id,
 --       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
@@ -208,6 +208,22 @@ local function tidy()
   end
   redis.call('HDEL', rec, 'exp', 'attempt', 'render_by')
   return '1'
+end
+
+-- A 5th key is the due index (never on Cluster, where it lives in another slot and the caller
+-- writes it itself, before the script): then the last three ARGV are the ask's score there, how
+-- to set it ('nx', 'xx' or '') and the index's TTL in seconds -- written first, as the caller
+-- would have, so an ask is never pending yet unswept.
+if #KEYS == 5 then
+  local score, mode, ttl = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
+  if mode == '' then
+    redis.call('ZADD', KEYS[5], score, ask_id)
+  else
+    redis.call('ZADD', KEYS[5], mode, score, ask_id)
+  end
+  if mode ~= 'xx' then
+    redis.call('EXPIRE', KEYS[5], ttl)
+  end
 end
 
 local exists = redis.call('EXISTS', rec) == 1

@@ -335,33 +335,28 @@ class RedisStore(Store):
 
     async def _index_and_run(
         self,
-        mapping: dict[str, float],
         ask_id: str,
+        score: float,
         argv: list[Any],
         *,
         xx: bool = False,
         nx: bool = False,
     ) -> list[Any]:
-        """ZADD to ``due``, then the script, in one round trip where the server allows it."""
+        """ZADD to ``due``, then the script: one script call that writes both where the server
+        allows it (the index as a 5th key), two round trips on Cluster (another slot)."""
         keys = self.keys.ask_keys(ask_id)
-        if isinstance(self._r, RedisCluster):  # no scripts in Cluster pipelines: two trips
-            await self._r.zadd(self.keys.due, mapping, xx=xx, nx=nx)
+        ttl = _INDEX_TTL + int(self.retention)
+        if isinstance(self._r, RedisCluster):
+            await self._r.zadd(self.keys.due, {ask_id: score}, xx=xx, nx=nx)
             if not xx:
-                await self._r.expire(self.keys.due, _INDEX_TTL + int(self.retention))
+                await self._r.expire(self.keys.due, ttl)
             reply: list[Any] = await self._script(keys=keys, args=argv)
             return reply
-        async with self._r.pipeline(transaction=False) as pipe:
-            pipe.zadd(self.keys.due, mapping, xx=xx, nx=nx)
-            if not xx:
-                pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
-            pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
-            replies = await pipe.execute(raise_on_error=False)
-        result = replies[-1]
-        if isinstance(result, NoScriptError):  # it did not run: load it, run it once more
-            result = await self._script(keys=keys, args=argv)
-        elif isinstance(result, Exception):
-            raise result
-        return list(result)
+        mode = "xx" if xx else "nx" if nx else ""
+        reply = await self._script(
+            keys=[*keys, self.keys.due], args=[*argv, repr(float(score)), mode, ttl]
+        )
+        return reply
 
     async def _to_feed(self, ask_id: str) -> bool:
         """Put a finished ask on the feed, then mark it sent; a crash between repeats the XADD
@@ -411,7 +406,7 @@ class RedisStore(Store):
             record.created_at,
         )
         # indexed first (same pipeline, in order): an ask is never pending yet unswept
-        reply = await self._index_and_run({record.id: record.expires_at}, record.id, argv)
+        reply = await self._index_and_run(record.id, record.expires_at, argv)
         if reply[0] == "exists":
             raise DuplicateAsk(f"an ask with id {record.id!r} already exists")
 
@@ -428,8 +423,8 @@ class RedisStore(Store):
         argv = self._argv("message", ask_id, (message.model_dump_json(), detail), None)
         # Indexed with the script (NX: an indexed ask keeps its score): an ask that ended, and
         # left the index, before its message was known must be shown -- by a sweep if need be.
-        mark = {ask_id: time.time() + self.render_interval}
-        reply = await self._index_and_run(mark, ask_id, argv, nx=True)
+        mark = time.time() + self.render_interval
+        reply = await self._index_and_run(ask_id, mark, argv, nx=True)
         if reply[0] != "ok":
             await self._r.zrem(self.keys.due, ask_id)
             return None
@@ -484,8 +479,8 @@ class RedisStore(Store):
         )
         # Sent with the verdict: should this process die right after the script accepts, a
         # sweeper still visits the ask soon and finishes the hand-off (XX: only indexed asks).
-        mark = {ask_id: now + self.lease_ttl}
-        return await self._judged(ask_id, await self._index_and_run(mark, ask_id, argv, xx=True))
+        mark = now + self.lease_ttl
+        return await self._judged(ask_id, await self._index_and_run(ask_id, mark, argv, xx=True))
 
     async def _judged(self, ask_id: str, reply: list[Any]) -> SubmitResult:
         """A submission's verdict, after finishing what the script left to this process."""
@@ -530,8 +525,8 @@ class RedisStore(Store):
             ),
             now,
         )
-        mark = {ask_id: now + self.lease_ttl}  # as submit's
-        return await self._judged(ask_id, await self._index_and_run(mark, ask_id, argv, xx=True))
+        mark = now + self.lease_ttl  # as submit's
+        return await self._judged(ask_id, await self._index_and_run(ask_id, mark, argv, xx=True))
 
     @_guarded("close")
     async def close(
@@ -542,8 +537,8 @@ class RedisStore(Store):
         argv = self._argv("close", ask_id, (status.value, json.dumps(by)), None)
         # Rescored with the script (XX: only indexed asks): the closer shows the final state;
         # should it not, the sweeper does once the render interval has passed.
-        mark = {ask_id: time.time() + self.render_interval}
-        reply = await self._index_and_run(mark, ask_id, argv, xx=True)
+        mark = time.time() + self.render_interval
+        reply = await self._index_and_run(ask_id, mark, argv, xx=True)
         if reply[0] != "closed":
             return None
         raw = codec.pairs(reply[1])
@@ -556,8 +551,8 @@ class RedisStore(Store):
         await self._init()
         # Indexed with the script (a take may have unindexed it): should this cleanup be cut
         # short after the script moved the answer to ``feed``, a sweeper still puts it there.
-        mark = {ask_id: time.time() + self.lease_ttl}
-        reply = await self._index_and_run(mark, ask_id, self._argv("release", ask_id, (), None))
+        mark = time.time() + self.lease_ttl
+        reply = await self._index_and_run(ask_id, mark, self._argv("release", ask_id, (), None))
         if reply[0] == "feed":
             await self._to_feed(ask_id)
 
@@ -699,8 +694,8 @@ class RedisStore(Store):
         if message is None:
             reply = await self._script(keys=self.keys.ask_keys(ask_id), args=argv)
         else:  # it may learn the message here: indexed, so a failed render is retried by a sweep
-            mark = {ask_id: time.time() + self.render_interval}
-            reply = await self._index_and_run(mark, ask_id, argv, nx=True)
+            mark = time.time() + self.render_interval
+            reply = await self._index_and_run(ask_id, mark, argv, nx=True)
         return codec.record(codec.pairs(reply[1])) if reply[0] == "claimed" else None
 
     @_guarded("mark_rendered")
