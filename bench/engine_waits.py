@@ -6,10 +6,10 @@ each N, and for 1 and 4 questions per ask, a fresh child process imports the bri
 ``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the scripts are
 in place), then starts N tool calls through ``AskUserTool.ainvoke`` with the model's arguments as
 decoded JSON -- exactly what a framework hands over -- each validated, created, posted (a poster
-that shows nothing) and waiting. RSS is read once every call is waiting *and* the store's status
-check for every one of them has run (counted on the server: INFO commandstats), then again after a
-collection. Connections are counted with CLIENT LIST while every call waits. Then a second store
-answers each ask, and each call must return its own answer.
+that shows nothing) and waiting. RSS is read once every call is waiting *and* the server has run no
+command for a second (INFO commandstats), so every call's status check has run, after a collection.
+Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
+ask, and each call must return its own answer.
 
 Baseline in the same run: RSS per bare asyncio task parked on a future, N of them in a fresh
 process of their own (the floor).
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from engine_common import NullPoster, command_calls, four_questions, rss, server_url
+from engine_common import NullPoster, four_questions, rss, server_url
 from redis.asyncio import Redis
 
 from bridge.asking import AskPolicy, ChatHandler
@@ -39,6 +39,19 @@ def arguments(n_questions: int, i: int) -> object:
     qs = four_questions().model_dump(mode="json")["questions"][:n_questions]
     qs[0]["question"] = f"{qs[0]['question']} (call {i})"
     return json.loads(json.dumps(qs))
+
+
+async def quiet(raw: Redis) -> None:
+    """Return once the server ran no command for a second (INFO aside): whatever the waiting
+    calls send when they start waiting has been sent and run."""
+    last = -1
+    while True:
+        stats = await raw.info("commandstats")
+        total = sum(int(v["calls"]) for k, v in stats.items() if k != "cmdstat_info")
+        if total == last:
+            return
+        last = total
+        await asyncio.sleep(1.0)
 
 
 async def floor(n: int) -> None:
@@ -79,15 +92,14 @@ async def child(url: str, n: int, n_questions: int) -> None:
 
     args = [arguments(n_questions, i) for i in range(n)]
     gc.collect()
-    hgets0 = await command_calls(raw, "hget")
     before = rss()
     calls = [asyncio.create_task(tool.ainvoke(a)) for a in args]
     del args
     t0 = time.perf_counter()
-    while poster.posted < n + 1 or await command_calls(raw, "hget") < hgets0 + n:  # noqa: ASYNC110
-        await asyncio.sleep(0.05)  # (polling the server's counters: nothing to await)
+    while poster.posted < n + 1:  # noqa: ASYNC110 (polling a counter: nothing to await)
+        await asyncio.sleep(0.05)
+    await quiet(raw)  # every call's status check (and lease) has reached the server
     ready = time.perf_counter() - t0
-    await asyncio.sleep(0.5)
     gc.collect()
     during = rss()
     clients = await raw.client_list()
