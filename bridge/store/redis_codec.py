@@ -21,19 +21,28 @@ def pairs(flat: Sequence[Any]) -> dict[str, str]:
 
 
 def record(raw: dict[str, str]) -> AskRecord:
-    """The record a (non-empty) record hash holds."""
-    data: dict[str, Any] = json.loads(raw[Fields.BODY])
-    data["status"] = raw[Fields.STATUS]
-    data["deferred"] = raw.get(Fields.DEFERRED) == "1"
+    """The record a (non-empty) record hash holds.
+
+    Its JSON is spliced together from the stored pieces (the body, and the fields that change,
+    stored as JSON or numbers) and validated in one pass by pydantic's JSON parser: no Python
+    dicts in between, which matters when a sweep builds 100,000 records at once."""
+    body = raw[Fields.BODY]
+    parts = [body[: body.rindex("}")], ',"status":', json.dumps(raw[Fields.STATUS])]
+    parts += [',"deferred":', "true" if raw.get(Fields.DEFERRED) == "1" else "false"]
     if raw.get(Fields.MESSAGE):
-        data["message"] = json.loads(raw[Fields.MESSAGE])
+        parts += [',"message":', raw[Fields.MESSAGE]]
     if raw.get(Fields.ANSWERS):
-        data["answers"] = json.loads(raw[Fields.ANSWERS])
-        data["answered_by"] = json.loads(raw[Fields.BY])
-        data["answered_at"] = float(raw[Fields.AT])
+        parts += [',"answers":', raw[Fields.ANSWERS], ',"answered_by":', raw[Fields.BY]]
+        parts += [',"answered_at":', _number(raw[Fields.AT])]
     if raw.get(Fields.CLOSED_AT):
-        data["closed_at"] = float(raw[Fields.CLOSED_AT])
-    return AskRecord.model_validate(data)
+        parts += [',"closed_at":', _number(raw[Fields.CLOSED_AT])]
+    parts.append("}")
+    return AskRecord.model_validate_json("".join(parts))
+
+
+def _number(text: str) -> str:
+    """A stored time as JSON: the text as written (``repr`` of a float), checked to be one."""
+    return repr(float(text))
 
 
 def body(record: AskRecord) -> str:
