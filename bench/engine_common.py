@@ -27,6 +27,7 @@ from bridge.models import (
 )
 from bridge.poster import Poster
 from bridge.record import AskRecord, Destination, MessageRef
+from bridge.validation import MAX_BYTES
 
 
 @contextmanager
@@ -99,11 +100,16 @@ class NullPoster(Poster):
         return None
 
 
-def maximal_questions(char: str = "x") -> QuestionSet:
+def maximal_questions(char: str = "x", *, in_bytes: bool = False) -> QuestionSet:
     """Four questions of four options at the contract's maximum lengths, every text made of
-    ``char`` (``"x"``: 1 byte in UTF-8, ``"\u20ac"``: 3 bytes), each text distinct."""
+    ``char`` (``"x"``: 1 byte in UTF-8, ``"\u20ac"``: 3 bytes), each text distinct. ``in_bytes``:
+    at most as many characters as the validator's bounds in bytes allow, too."""
+    size = len(char.encode())
 
     def text(n: int, tag: str) -> str:
+        if in_bytes:
+            field = {MAX_QUESTION_TEXT: "question", MAX_HEADER: "header", MAX_LABEL: "label"}
+            n = min(n, MAX_BYTES[field.get(n, "description")] // size)
         return (tag + char * n)[:n]
 
     return QuestionSet(

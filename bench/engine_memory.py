@@ -6,8 +6,9 @@ ask plus its share of the ``due`` index (pending); then answers each (the waitin
 confirm included), shows its final state, and measures again (ended, as kept for the retention).
 
 Rows: realistic texts (a sentence per question, a short description per option); every text at the
-contract's maximum length in ASCII; the same in a 3-byte UTF-8 character (``\u20ac``). Baseline in
-the same run: the UTF-8 bytes of the record's JSON, what the texts themselves weigh.
+contract's maximum length in ASCII; the same in a 3-byte UTF-8 character (``\u20ac``), at the
+character bounds and at what the validator accepts (its bounds in bytes). Baseline in the same
+run: the UTF-8 bytes of the record's JSON, what the texts themselves weigh.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ async def run(url: str, n: int) -> None:
         ("realistic", four_questions()),
         ("maximal ASCII", maximal_questions("x")),
         ("maximal 3-byte UTF-8", maximal_questions("\u20ac")),
+        ("maximal 3-byte, valid", maximal_questions("\u20ac", in_bytes=True)),
     ):
         print("  " + await row(url, name, qs, n))
     print("  (target: pending realistic <= 4 KB)")

@@ -63,7 +63,7 @@ _MAX_LENGTH = {
     "description": MAX_DESCRIPTION,
 }  # header has its own, more specific check in _Checker.question
 
-_MAX_BYTES = {
+MAX_BYTES = {
     "question": 2 * MAX_QUESTION_TEXT,
     "header": 4 * MAX_HEADER,
     "label": 2 * MAX_LABEL,
@@ -205,9 +205,9 @@ class _Checker:
             )
             return None
         size = len(stripped.encode("utf-8"))
-        if size > _MAX_BYTES[key]:
+        if size > MAX_BYTES[key]:
             self.add(
-                f"{where} is {size} bytes long in UTF-8: shorten it to at most {_MAX_BYTES[key]} "
+                f"{where} is {size} bytes long in UTF-8: shorten it to at most {MAX_BYTES[key]} "
                 "bytes (characters outside Latin scripts take 2 to 4 bytes each)"
             )
             return None
