@@ -508,7 +508,7 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
             return found
 
         kinds = {k.rsplit(":", 1)[-1] for k in await ttls()}
-        assert kinds == {"rec", "log", "noise", "lease", "due", "feed", "epoch"}
+        assert kinds == {"rec", "log", "noise", "lease", "wake", "due", "feed", "epoch"}
         await store.sweep(time.time() + 7200)
         after = await ttls()
         assert after[store.keys.rec(expired.id)] <= 3600  # closed: retention only
@@ -611,6 +611,31 @@ async def test_a_wake_up_reaches_only_the_process_that_waits(
         await raw.aclose()
         for store in (mine, other, clicks):
             await store.aclose()
+
+
+async def test_a_waiter_whose_lease_lapsed_is_still_woken(request: pytest.FixtureRequest) -> None:
+    """Its process stalled past the lease (the answer went to the feed): the wake-up still reaches
+    it, and the wait returns at once with the answer marked deferred, not at its timeout."""
+    url = url_for("redis", request)
+    assert url is not None
+    prefix = f"lapse{secrets.token_hex(3)}"
+    waiting, clicks = (RedisStore.from_url(url, prefix=prefix) for _ in range(2))
+    raw = Redis.from_url(url, decode_responses=True)
+    try:
+        rec = new_record()
+        await waiting.create(rec)
+        wait = asyncio.create_task(waiting.wait(rec.id, 30))
+        await waiting.listening()
+        await asyncio.sleep(0.2)  # registered and checked
+        await raw.delete(waiting.keys.lease(rec.id))  # the lease lapsed
+        assert (await clicks.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+        async with asyncio.timeout(3):
+            done = await wait
+        assert done is not None and done.deferred and done.answers == YES
+    finally:
+        await raw.aclose()
+        await waiting.aclose()
+        await clicks.aclose()
 
 
 def _dead_port() -> int:

@@ -1,9 +1,10 @@
 -- Every state change of one ask, atomically. Key scheme and record fields: bridge/store/keys.py.
 --
--- KEYS: 1 rec (hash), 2 log (list), 3 lease (set of wake-up channels), 4 noise (list) -- one
---       hash slot; 5 the due index, except on Cluster (see below).
--- ARGV: 1 op, 2 now (seconds, JSON number text), 3 shared events channel (only for a lease
---       written before per-process channels), 4 ask id,
+-- KEYS: 1 rec (hash), 2 log (list), 3 lease (string), 4 noise (list), 5 wake (set of the
+--       wake-up channels of the processes waiting for it) -- one hash slot; 6 the due index,
+--       except on Cluster (see below).
+-- ARGV: 1 op, 2 now (seconds, JSON number text), 3 shared events channel (only for a waiter
+--       from before per-process channels), 4 ask id,
 --       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
 -- Replies: {verdict, HGETALL of the record} (the record part is absent where noted; confirm, sent
 -- and rendered answer {'ok', '1' if the ask is settled (see tidy) else '0'}).
@@ -13,7 +14,7 @@
 -- was lost): the second run changes nothing and answers as the first did, or as a later caller
 -- needs (see each op).
 
-local rec, log, lease, noise = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local rec, log, lease, noise, wakers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, now, channel, ask_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local retention_ms, noise_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
 local RENDER_TRIES = 5 -- bridge.store.base.RENDER_TRIES
@@ -46,26 +47,29 @@ local function event(kind, user_json, detail_json)
   end
 end
 
--- A live process will take this answer: its wake-up channel joins the lease, which lives ms more.
-local function hold(channel, ms)
-  if redis.call('TYPE', lease).ok == 'string' then
-    redis.call('DEL', lease) -- written before per-process channels: its holder hears the shared one
+-- A process waits for this ask: its wake-up channel joins the ask's wakers (for as long as the
+-- record lives: a waiter whose lease lapsed -- its process stalled -- is still woken, and finds
+-- its answer on the feed), and its lease lives ms more.
+local function listen(waker, ms)
+  redis.call('SADD', wakers, waker)
+  local ttl = redis.call('PTTL', rec)
+  if ttl > 0 then
+    redis.call('PEXPIRE', wakers, ttl)
   end
-  redis.call('SADD', lease, channel)
-  redis.call('PEXPIRE', lease, ms)
+  redis.call('SET', lease, '1', 'PX', ms)
 end
 
--- Wake the processes that wait for this ask, and only them: each holds the lease with its own
--- channel. (A lease from before per-process channels is a string: wake on the shared channel.)
+-- Wake the processes that wait for this ask, and only them. A lease with no wakers is held by a
+-- process from before per-process channels: it hears the shared channel.
 local function wake()
-  local kind = redis.call('TYPE', lease).ok
-  if kind == 'set' then
-    for _, waker in ipairs(redis.call('SMEMBERS', lease)) do
-      redis.call('PUBLISH', waker, ask_id)
-    end
-  elseif kind == 'string' then
+  local found = redis.call('SMEMBERS', wakers)
+  for _, waker in ipairs(found) do
+    redis.call('PUBLISH', waker, ask_id)
+  end
+  if #found == 0 and redis.call('EXISTS', lease) == 1 then
     redis.call('PUBLISH', channel, ask_id)
   end
+  redis.call('DEL', wakers)
 end
 
 -- Leave "pending": decide who gets the outcome, wake waiters, start the retention clock.
@@ -125,11 +129,11 @@ end
 
 -- The waiting call claims the outcome: a 'waiter' hand-off (or one it took already: a retry)
 -- becomes 'taken', and the lease lives on until the call confirms (or its process dies).
-local function take(lease_ms, waker)
+local function take(lease_ms)
   local handoff = redis.call('HGET', rec, 'handoff')
   if handoff == 'waiter' or handoff == 'taken' then
     redis.call('HSET', rec, 'handoff', 'taken')
-    hold(waker, lease_ms)
+    redis.call('SET', lease, '1', 'PX', lease_ms)
     return {'taken', record()}
   end
   return {'other', record()}
@@ -210,19 +214,19 @@ local function tidy()
   return '1'
 end
 
--- A 5th key is the due index (never on Cluster, where it lives in another slot and the caller
+-- A 6th key is the due index (never on Cluster, where it lives in another slot and the caller
 -- writes it itself, before the script): then the last three ARGV are the ask's score there, how
 -- to set it ('nx', 'xx' or '') and the index's TTL in seconds -- written first, as the caller
 -- would have, so an ask is never pending yet unswept.
-if #KEYS == 5 then
+if #KEYS == 6 then
   local score, mode, ttl = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
   if mode == '' then
-    redis.call('ZADD', KEYS[5], score, ask_id)
+    redis.call('ZADD', KEYS[6], score, ask_id)
   else
-    redis.call('ZADD', KEYS[5], mode, score, ask_id)
+    redis.call('ZADD', KEYS[6], mode, score, ask_id)
   end
   if mode ~= 'xx' then
-    redis.call('EXPIRE', KEYS[5], ttl)
+    redis.call('EXPIRE', KEYS[6], ttl)
   end
 end
 
@@ -240,7 +244,7 @@ if op == 'create' then
   redis.call('PEXPIRE', rec, ARGV[11])
   event('created', 'null', ARGV[13])
   if ARGV[10] == '0' and tonumber(ARGV[12]) > 0 then
-    hold(ARGV[14], ARGV[12])
+    listen(ARGV[14], ARGV[12])
   end
   return {'ok'}
 end
@@ -296,7 +300,7 @@ elseif op == 'close' then
   finish(ARGV[7])
   return {'closed', record()}
 elseif op == 'defer' then
-  -- 7 lease ms (for a take), 8 the caller's wake-up channel
+  -- 7 lease ms (for a take)
   if status == 'pending' then
     if redis.call('HGET', rec, 'deferred') ~= '1' then
       redis.call('HSET', rec, 'deferred', '1')
@@ -305,13 +309,17 @@ elseif op == 'defer' then
     end
     return {'deferred', record()}
   end
-  return take(ARGV[7], ARGV[8])
+  return take(ARGV[7])
 elseif op == 'take' then
-  -- 7 lease ms, 8 the taker's wake-up channel
-  return take(ARGV[7], ARGV[8])
+  -- 7 lease ms
+  return take(ARGV[7])
 elseif op == 'watch' then
   -- a call starts waiting (or its process re-subscribed): 7 lease ms, 8 its wake-up channel
-  hold(ARGV[8], ARGV[7])
+  if status == 'pending' then
+    listen(ARGV[8], ARGV[7])
+  else
+    redis.call('SET', lease, '1', 'PX', ARGV[7])
+  end
   return {status}
 elseif op == 'confirm' then
   -- the waiting call returned the answer it took: nothing more to hand off

@@ -11,11 +11,14 @@ slot and one Lua script can change all of it atomically):
                             ``base.py``), the newest ``noise_cap`` only; the record's
                             ``noise_dropped`` counts the rest. Same TTL. Each event carries a
                             ``seq`` (the record's ``seq`` counter) so ``history`` merges the two.
-``<prefix>:{<id>}:lease``   set with a short TTL: "a live process will take this answer", holding
-                            the wake-up channel of each such process. Set when the ask is created
-                            (unless deferred) and refreshed while a call waits on it, and after it
-                            took the answer until it confirms. (A string lease was written before
-                            per-process channels; its holder is woken on ``events``.)
+``<prefix>:{<id>}:lease``   string with a short TTL: "a live process will take this answer". Set
+                            when the ask is created (unless deferred) and refreshed while a call
+                            waits on it, and after it took the answer until it confirms.
+``<prefix>:{<id>}:wake``    set: the wake-up channel (``waker``) of each process that waits for the
+                            pending ask (joined when it creates the ask to wait for it, or starts
+                            waiting); the script that ends the ask publishes on these, then
+                            deletes the set. Same TTL as the record. Kept apart from the lease, so
+                            a waiter whose lease lapsed (its process stalled) is still woken.
 
 Global keys (each one key, so each in one slot; never touched by a script together with an ask's
 keys):
@@ -32,12 +35,12 @@ keys):
                      a wait finds its ask missing): gone or changed means Redis lost its data
                      (restarted without persistence). TTL refreshed by every sweep.
 ``<prefix>:wake:<token>``  pub/sub channel of one process (one store): the id of each ask that
-                     left ``pending`` while that process held its lease, so a wake-up reaches only
+                     left ``pending`` while that process waited for it, so a wake-up reaches only
                      the process that waits for the ask (plain PUBLISH: Cluster broadcasts it
                      between its nodes, but only that process receives it; sharded pub/sub would
                      need the channel in the ask's slot).
-``<prefix>:events``  pub/sub channel shared by every process: wake-ups of asks whose lease was
-                     written before per-process channels (a rolling upgrade); nothing else.
+``<prefix>:events``  pub/sub channel shared by every process: wake-ups of asks held by a process
+                     from before per-process channels (a lease, no wakers: a rolling upgrade).
 
 Hand-off of a finished ask (``handoff`` field), decided atomically when it leaves ``pending``:
 ``waiter`` (answered while a lease was live: the waiting call takes it -> ``taken``, keeping the
@@ -134,9 +137,18 @@ class Keys:
     def noise(self, ask_id: str) -> str:
         return f"{self.prefix}:{{{ask_id}}}:noise"
 
+    def wake(self, ask_id: str) -> str:
+        return f"{self.prefix}:{{{ask_id}}}:wake"
+
     def ask_keys(self, ask_id: str) -> list[str]:
         """The KEYS of every per-ask script call, in the order ``ask.lua`` expects."""
-        return [self.rec(ask_id), self.log(ask_id), self.lease(ask_id), self.noise(ask_id)]
+        return [
+            self.rec(ask_id),
+            self.log(ask_id),
+            self.lease(ask_id),
+            self.noise(ask_id),
+            self.wake(ask_id),
+        ]
 
     @property
     def due(self) -> str:

@@ -6,7 +6,7 @@ Correctness rests on three rules (key scheme, record fields and hand-off states:
 * Every change to one ask is one call of ``ask.lua`` over that ask's keys, which share a hash tag,
   so replicas race freely and Cluster never sees a cross-slot script.
 * Waking is pushed: each script that ends an ask PUBLISHes its id on the wake-up channel of each
-  process holding its lease (only those: an answer costs the same however many replicas run), and
+  process waiting for it (only those: an answer costs the same however many replicas run), and
   a store's :class:`~bridge.store.redis_wakeups.Wakeups` holds one subscription for all its
   waiters, never missing a wake-up published while it was away.
 * Answers never get lost between processes: an answer lands either with a live waiter (a short
@@ -313,8 +313,9 @@ class RedisStore(Store):
         return out
 
     async def _watch(self, ask_ids: Sequence[str]) -> list[str]:
-        """Put this store's wake-up channel in each ask's lease; the asks' statuses (``missing``
-        for an unknown one), in one round trip (:class:`~bridge.store.redis_wakeups.Wakeups`)."""
+        """Put this store's wake-up channel among each ask's wakers (and keep its lease alive);
+        the asks' statuses (``missing`` for an unknown one), in one round trip
+        (:class:`~bridge.store.redis_wakeups.Wakeups`)."""
         args = (int(self.lease_ttl * 1000), self._wakeups.channel)
         return [str(reply[0]) for reply in await self._run_many("watch", ask_ids, args)]
 
@@ -433,7 +434,7 @@ class RedisStore(Store):
     @_guarded("defer")
     async def defer(self, ask_id: str) -> AskRecord | None:
         await self._init()
-        reply = await self._run("defer", ask_id, int(self.lease_ttl * 1000), self._wakeups.channel)
+        reply = await self._run("defer", ask_id, int(self.lease_ttl * 1000))
         if reply[0] == "missing":
             return None
         if reply[0] == "taken":
@@ -723,9 +724,7 @@ class RedisStore(Store):
                     await self._wakeups.woken(ask_id)
             except TimeoutError:
                 return None
-            reply = await self._run(
-                "take", ask_id, int(self.lease_ttl * 1000), self._wakeups.channel
-            )
+            reply = await self._run("take", ask_id, int(self.lease_ttl * 1000))
             if reply[0] == "missing":
                 await self._check_epoch()  # gone before its retention: was the data lost?
                 return None

@@ -1,17 +1,16 @@
 """Waking waiting calls of one :class:`~bridge.store.redis.RedisStore`, pushed rather than polled.
 
-Each store has its own wake-up channel (``Keys.waker``), which joins the lease of every ask one of
-its calls waits for (and of each ask it creates to wait for). The script that ends an ask
-PUBLISHes its id on the channels in its lease only, so an answer wakes the one process that waits
-for it: the cost of an answer does not grow with the number of replicas. A store holds one
-subscription for all its waiters (its own channel, and the shared ``Keys.events`` that only leases
-written before per-process channels are woken on). After every (re)subscription -- and whenever a
-waiter registers -- the status of the asks concerned is re-read (and this store's channel put in
-their leases), so a wake-up published while the subscription was down, or before the waiter
-registered, is never missed. While a call waits, its ask's lease is kept
-alive, so an answer arriving meanwhile is handed to it rather than to the feed; and once it took
-the answer, until it confirms it returned it (:meth:`Wakeups.hold`), so the answer goes to the feed
-only if this process dies holding it.
+Each store has its own wake-up channel (``Keys.waker``), which joins the wakers of every ask one of
+its calls waits for (and of each ask it creates to wait for). The script that ends an ask PUBLISHes
+its id on its wakers' channels only, so an answer wakes the one process that waits for it: the cost
+of an answer does not grow with the number of replicas. A store holds one subscription for all its
+waiters (its own channel, and the shared ``Keys.events``, on which only asks held by processes from
+before per-process channels are woken). After every (re)subscription -- and whenever a waiter
+registers -- the status of the asks concerned is re-read (and this store's channel put among their
+wakers), so a wake-up published while the subscription was down, or before the waiter registered,
+is never missed. While a call waits, its ask's lease is kept alive, so an answer arriving meanwhile
+is handed to it rather than to the feed; and once it took the answer, until it confirms it returned
+it (:meth:`Wakeups.hold`), so the answer goes to the feed only if this process dies holding it.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from bridge.store.keys import Keys
 from bridge.store.redis_connect import PIPELINE_CHUNK
 
 Watch = Callable[[Sequence[str]], Awaitable[list[str]]]
-"""Puts this store's channel in the leases of the given asks and returns their statuses."""
+"""Puts this store's channel among the given asks' wakers and returns their statuses."""
 
 
 class Wakeups:
