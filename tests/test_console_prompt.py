@@ -19,6 +19,7 @@ import pexpect
 import pytest
 from samples import FORMAT, FORMAT_QUESTION, SECTIONS
 
+from bridge import ToolRejected, validate_questions
 from bridge.cli.demo import SAMPLE_QUESTIONS
 from platforms.console import ConsolePlatform, clean, platform
 
@@ -258,12 +259,15 @@ def test_ctrl_c_on_the_async_path_interrupts_at_once(spawn: Spawn) -> None:
 
 
 def test_model_text_cannot_drive_the_terminal(spawn: Spawn) -> None:
+    """Control characters (escape sequences, bells) are refused by validation before any
+    prompt; the format characters it accepts (bidi overrides, isolates) reach the terminal only
+    escaped."""
     hostile = [
         {
-            "question": "Pick \x1b[2J\x1b]0;pwned\x07 one?",
+            "question": "Pick \u2066one\u2069?",
             "header": "Ev\u202eil",
             "options": [
-                {"label": "A\x1b[31m", "description": "red"},
+                {"label": "A\u202e", "description": "red"},
                 {"label": "B", "description": "line\nbreak"},
             ],
         }
@@ -271,11 +275,14 @@ def test_model_text_cannot_drive_the_terminal(spawn: Spawn) -> None:
     child = spawn(questions=hostile)
     child.expect_exact(SINGLE)
     shown = child.before
-    assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
-    assert "Pick \\x1b[2J\\x1b]0;pwned\\x07 one?" in shown
+    assert not any(c in shown for c in "\u202e\u2066\u2069")
+    assert "Pick \\u2066one\\u2069?" in shown
     assert "[Ev\\u202eil]" in shown
     child.sendline("1")
-    assert answers(child) == [(["A\x1b[31m"], None)]
+    assert answers(child) == [(["A\u202e"], None)]
+    escape = [{**hostile[0], "question": "Pick \x1b[2J one?"}]
+    with pytest.raises(ToolRejected, match="control character U\\+001B"):
+        validate_questions(escape)
 
 
 def test_clean_keeps_ordinary_text_and_newlines() -> None:
