@@ -26,6 +26,9 @@ from bridge.aio import stop
 from bridge.store.keys import Keys
 from bridge.store.redis_connect import PIPELINE_CHUNK
 
+_REFRESH_CHUNK = 5000
+"""Lease renewals one pipeline sends (small integer replies, so a big batch is cheap)."""
+
 Watch = Callable[[Sequence[str]], Awaitable[list[str]]]
 """Puts this store's channel among the given asks' wakers and returns their statuses."""
 
@@ -173,12 +176,20 @@ class Wakeups:
                 self._check_wanted.set()
 
     async def _refresh_leases(self) -> None:
+        """Every third of a lease, renew the lease of every ask a call waits for or holds: in big
+        batches sent all at once, since a process busy with 100,000 calls runs each round trip
+        only after everything else it has to do, and one after the other they took longer than
+        a lease (the answers went to the feed instead of the waiting calls)."""
         while True:
             await asyncio.sleep(self._refresh_every)
             waiting = list(self._waiters.keys() | self._held)
+            size = _REFRESH_CHUNK
+            chunks = [waiting[i : i + size] for i in range(0, len(waiting), size)]
             with contextlib.suppress(RedisError, OSError):
-                for start in range(0, len(waiting), PIPELINE_CHUNK):
-                    async with self._r.pipeline(transaction=False) as pipe:
-                        for ask_id in waiting[start : start + PIPELINE_CHUNK]:
-                            pipe.pexpire(self._keys.lease(ask_id), self._lease_ms)
-                        await pipe.execute()
+                await asyncio.gather(*(self._renew(chunk) for chunk in chunks))
+
+    async def _renew(self, ask_ids: list[str]) -> None:
+        async with self._r.pipeline(transaction=False) as pipe:
+            for ask_id in ask_ids:
+                pipe.pexpire(self._keys.lease(ask_id), self._lease_ms)
+            await pipe.execute()
