@@ -157,19 +157,23 @@ def _cancel(args: argparse.Namespace) -> int:
             return 1
         print(f"cancelled {closed.id}")
         if closed.message is not None:
-            await _rerender(closed)
+            await _rerender(store, closed)
         return 0
 
     return _run(go, args)
 
 
-async def _rerender(record: Any) -> None:
-    """Show the cancellation on the platform, if this machine can reach it."""
+async def _rerender(store: Any, record: Any) -> None:
+    """Show the cancellation on the platform, if this machine can reach it, through the one step
+    every ending takes (:func:`bridge.rendering.show_final`: claimed, so no replica repeats it;
+    marked shown, so no sweeper does; a failure is logged and left to a later sweep)."""
     from bridge.platform import PlatformUnavailable, resolve_platform
+    from bridge.rendering import show_final
 
     try:
-        await resolve_platform(record.destination.platform).poster().update(record)
+        poster = resolve_platform(record.destination.platform).poster()
     except PlatformUnavailable as exc:
-        print(f"note: message not re-rendered: {exc}", file=sys.stderr)
-    except Exception as exc:
-        print(f"warning: could not re-render the message: {exc!r}", file=sys.stderr)
+        print(f"note: message not re-rendered here ({exc}); a sweeper will", file=sys.stderr)
+        return
+    if not await show_final(store, poster, record):
+        print("note: message not re-rendered here; a sweeper will", file=sys.stderr)
