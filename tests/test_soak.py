@@ -27,6 +27,12 @@ def test_a_small_soak_loses_nothing_and_answers_nothing_twice() -> None:
     assert report["replica_kills"] >= 1, report
     assert report["errors"].get("redis restarted (planned)") == 1, report
     assert report["agents"] == {"returned answers": 300}, report
+    # A refusal changes nothing and its explanation is posted just after the click's ack, so a
+    # replica killed in that instant loses it (the person sees no reply and may click again):
+    # nearly all are explained, never more than one per refused click.
     refused = report["refused_with_explanation"]
-    assert refused.get("Sorry, you can't answer this one: it is for <@…>.") == 100, refused
-    assert refused.get("This was already answered by <@…>.") == 100, refused
+    for text in (
+        "Sorry, you can't answer this one: it is for <@…>.",
+        "This was already answered by <@…>.",
+    ):
+        assert 95 <= refused.get(text, 0) <= 100, refused
