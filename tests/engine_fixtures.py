@@ -41,6 +41,13 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer
         yield server
 
 
+@pytest.fixture(scope="module")
+def redis_srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A server of the module's own, for platform suites that restart or load it."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RedisServer]]:
     with redis_cluster(tmp_path_factory.mktemp("cluster")) as servers:

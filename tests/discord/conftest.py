@@ -4,21 +4,14 @@ receiver, with real discord.py) connected to the fake's gateway in the test's ow
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 from discord_harness import ALICE, BOB, CAROL, REVIEWERS, Bot, start_bot
 from fake_discord import FakeDiscord
-from redis_server import RedisServer, redis_server
+from redis_server import RedisServer
 
 from bridge.store.redis import RedisStore
-
-
-@pytest.fixture(scope="module")
-def redis_srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(Path(tmp_path_factory.mktemp("redis"))) as server:
-        yield server
 
 
 @pytest.fixture

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
 from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import SIGNING_SECRET
-from redis_server import RedisServer, redis_server
+from redis_server import RedisServer
 from slack_harness import Bolt
 
 from bridge.http_server import HttpServer
@@ -19,12 +18,6 @@ from platforms.slack.app import build_app
 from platforms.slack.client import make_client
 from platforms.slack.http import events_route
 from platforms.slack.poster import SlackPoster
-
-
-@pytest.fixture(scope="module")
-def redis_srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(Path(tmp_path_factory.mktemp("redis"))) as server:
-        yield server
 
 
 @pytest.fixture
