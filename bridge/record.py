@@ -67,14 +67,46 @@ class Responder(BaseModel):
     groups: tuple[str, ...] = ()
 
 
+MAX_REQUIRED = 50
+"""Most agreeing people an ask may require (``required``): an approval, not a poll."""
+
+
+class Submission(BaseModel):
+    """One person's current answer to an ask that needs several people to agree (``required`` of
+    2 or more): who, when, and what they chose. A newer submission by the same person replaces
+    theirs; it counts toward agreement only without typed text (see :attr:`AskRecord.required`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str
+    name: str | None = None
+    at: float
+    answers: tuple[Answer, ...]
+
+    @property
+    def typed(self) -> bool:
+        """Whether any answer holds typed ("Other") text: then it never counts toward agreement."""
+        return any(a.other_text is not None for a in self.answers)
+
+
 class AskRecord(BaseModel):
-    """The durable state of one ask. ``answerers`` empty means anyone may answer."""
+    """The durable state of one ask. ``answerers`` empty means anyone may answer.
+
+    ``required`` (K, default 1) is how many distinct authorised people must submit the same
+    answer. With K = 1 the first complete answer answers the ask, typed text included (and
+    ``submissions`` stays empty). With K >= 2 every submission is recorded in ``submissions``
+    (one per person: a newer one replaces theirs), and the ask is answered when K of them are
+    *equal* -- the same options for every question -- and hold no typed text: a typed answer is
+    recorded and shown but never counts, so K people can only agree on options. ``answers`` are
+    then the agreed answers and ``answered_by``/``answered_at`` the person and time that made K.
+    """
 
     id: str = Field(default_factory=new_ask_id)
     questions: QuestionSet
     destination: Destination
     context: dict[str, Any] = Field(default_factory=dict)
     answerers: tuple[str, ...] = ()
+    required: int = Field(default=1, ge=1, le=MAX_REQUIRED)
     created_at: float = Field(default_factory=time.time)
     expires_at: float
     status: AskStatus = AskStatus.PENDING
@@ -84,9 +116,34 @@ class AskRecord(BaseModel):
     answered_by: Responder | None = None
     answered_at: float | None = None
     closed_at: float | None = None
+    submissions: tuple[Submission, ...] = ()
+    """With ``required`` >= 2: each person's current submission, oldest first."""
 
     def may_answer(self, who: Responder) -> bool:
         if not self.answerers:
             return True
         allowed = set(self.answerers)
         return who.user_id in allowed or any(g in allowed for g in who.groups)
+
+    def agreeing(self, answers: tuple[Answer, ...] | None = None) -> list[Submission]:
+        """The submissions that agree with ``answers`` (default: the ask's answers) and count
+        toward ``required``: equal answers and no typed text."""
+        target = self.answers if answers is None else answers
+        return [s for s in self.submissions if not s.typed and s.answers == target]
+
+    def who_answered(self) -> list[Submission]:
+        """Who answered an answered ask, as submissions: the agreeing people (K >= 2), or the one
+        person whose answer was taken (K = 1). Empty while nobody has answered."""
+        if self.answers is None:
+            return []
+        agreed = self.agreeing()
+        if agreed:
+            return agreed
+        if self.answered_by is None:
+            return []
+        by = self.answered_by
+        return [
+            Submission(
+                user_id=by.user_id, name=by.name, at=self.answered_at or 0.0, answers=self.answers
+            )
+        ]

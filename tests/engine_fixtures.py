@@ -136,6 +136,7 @@ def new_record(
     answerers: tuple[str, ...] = (),
     deferred: bool = False,
     n: int = 1,
+    required: int = 1,
 ) -> AskRecord:
     now = time.time()
     return AskRecord(
@@ -143,6 +144,7 @@ def new_record(
         destination=Destination(platform="memory", channel="C1"),
         context={"session": "s1"},
         answerers=answerers,
+        required=required,
         created_at=now,
         expires_at=now + expires_in,
         deferred=deferred,

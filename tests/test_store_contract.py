@@ -804,3 +804,193 @@ async def test_a_final_state_never_shown_is_swept_until_marked(make_store: Store
     await a.mark_rendered(rec.id)
     assert await b.sweep(later + 3600) == []
     assert [e.kind for e in await a.history(rec.id)].count("rendered") == 1
+
+
+# -- approvals by several people (required K >= 2) ----------------------------------------------
+
+CAROL = Responder(user_id="U_CAROL", name="Carol")
+TYPED = (Answer(question="Question number 0?", other_text="Yes, but after lunch"),)
+
+
+async def test_two_approvals_from_two_people_resolve(store: Store) -> None:
+    rec = new_record(required=2)
+    await store.create(rec)
+    assert (await store.get(rec.id)) == rec and rec.required == 2
+    first = await store.submit(rec.id, ALICE, YES, now=rec.created_at + 1)
+    assert first.outcome is SubmitOutcome.RECORDED and first.ok
+    assert first.record is not None and first.record.status is AskStatus.PENDING
+    assert first.record.answers is None and first.record.answered_by is None
+    (sub,) = first.record.submissions
+    assert (sub.user_id, sub.name, sub.at, sub.answers) == (
+        "U_ALICE",
+        "Alice",
+        rec.created_at + 1,
+        YES,
+    )
+    second = await store.submit(rec.id, BOB, YES, now=rec.created_at + 2)
+    assert second.outcome is SubmitOutcome.ACCEPTED
+    done = second.record
+    assert done is not None and done.status is AskStatus.ANSWERED
+    assert done.answers == YES and done.answered_by == BOB
+    assert done.answered_at == rec.created_at + 2
+    assert [s.user_id for s in done.submissions] == ["U_ALICE", "U_BOB"]
+    assert [s.user_id for s in done.who_answered()] == ["U_ALICE", "U_BOB"]
+    assert await store.get(rec.id) == done
+    events = await store.history(rec.id)
+    assert [e.kind for e in events] == ["created", "submitted", "answered"]
+    assert events[1].user_id == "U_ALICE" and events[1].detail["name"] == "Alice"
+    assert events[1].detail["answers"] == [{"selected": ["Yes"], "other_text": None}]
+    assert events[2].user_id == "U_BOB" and events[2].detail["agreed"] == ["U_ALICE", "U_BOB"]
+    # both agreeing people sending it again stand; a third person is late
+    assert (await store.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.REPEATED
+    assert (await store.submit(rec.id, BOB, YES)).outcome is SubmitOutcome.REPEATED
+    assert (await store.submit(rec.id, CAROL, YES)).outcome is SubmitOutcome.ALREADY_ANSWERED
+
+
+async def test_one_person_clicking_twice_does_not_resolve(store: Store) -> None:
+    rec = new_record(required=2)
+    await store.create(rec)
+    assert (await store.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.RECORDED
+    again = await store.submit(rec.id, ALICE, YES)
+    assert again.outcome is SubmitOutcome.REPEATED and again.ok
+    assert again.record is not None and again.record.status is AskStatus.PENDING
+    assert len(again.record.submissions) == 1
+    # the one-click path too (built in the store from the question set)
+    picked = await store.pick(rec.id, ALICE, 0, 0)
+    assert picked.outcome is SubmitOutcome.REPEATED
+    current = await store.get(rec.id)
+    assert current is not None and current.status is AskStatus.PENDING
+    assert [e.kind for e in await store.history(rec.id)] == ["created", "submitted"]
+
+
+async def test_a_person_changes_their_submission(store: Store) -> None:
+    rec = new_record(required=2)
+    await store.create(rec)
+    await store.submit(rec.id, ALICE, YES, now=rec.created_at + 1)
+    await store.submit(rec.id, BOB, NO, now=rec.created_at + 2)
+    changed = await store.submit(rec.id, ALICE, NO, now=rec.created_at + 3)
+    assert changed.outcome is SubmitOutcome.ACCEPTED  # Alice changed to Bob's answer: 2 agree
+    done = changed.record
+    assert done is not None and done.answers == NO and done.answered_by == ALICE
+    # Alice's newer submission replaced hers, now the latest
+    assert [(s.user_id, s.answers) for s in done.submissions] == [("U_BOB", NO), ("U_ALICE", NO)]
+    kinds = [e.kind for e in await store.history(rec.id)]
+    assert kinds == ["created", "submitted", "submitted", "answered"]
+
+
+async def test_disagreement_is_recorded_then_resolved(store: Store) -> None:
+    rec = new_record(required=2)
+    await store.create(rec)
+    assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.RECORDED
+    split = await store.pick(rec.id, BOB, 0, 1)
+    assert split.outcome is SubmitOutcome.RECORDED
+    assert split.record is not None and split.record.status is AskStatus.PENDING
+    assert [(s.user_id, s.answers) for s in split.record.submissions] == [
+        ("U_ALICE", YES),
+        ("U_BOB", NO),
+    ]
+    assert split.record.agreeing(YES) == [split.record.submissions[0]]
+    resolved = await store.pick(rec.id, CAROL, 0, 1)
+    assert resolved.outcome is SubmitOutcome.ACCEPTED
+    assert resolved.record is not None and resolved.record.answers == NO
+    assert [s.user_id for s in resolved.record.who_answered()] == ["U_BOB", "U_CAROL"]
+    assert len(resolved.record.submissions) == 3  # the disagreeing one stays on record
+    answered = (await store.history(rec.id))[-1]
+    assert answered.kind == "answered" and answered.detail["agreed"] == ["U_BOB", "U_CAROL"]
+    # Alice's answer lost: she is told it was answered otherwise
+    late = await store.pick(rec.id, ALICE, 0, 0)
+    assert late.outcome is SubmitOutcome.ALREADY_ANSWERED
+
+
+async def test_typed_text_never_agrees(store: Store) -> None:
+    rec = new_record(required=2)
+    await store.create(rec)
+    for who in (ALICE, BOB, CAROL):
+        got = await store.submit(rec.id, who, TYPED)
+        assert got.outcome is SubmitOutcome.RECORDED
+    assert (await store.submit(rec.id, ALICE, TYPED)).outcome is SubmitOutcome.REPEATED
+    current = await store.get(rec.id)
+    assert current is not None and current.status is AskStatus.PENDING
+    assert [s.typed for s in current.submissions] == [True, True, True]
+    assert current.submissions[0].answers == TYPED
+    assert current.agreeing(TYPED) == []
+    # options and typed text together (multiSelect) never agree either
+    rec2 = new_record(required=2, n=2)
+    await store.create(rec2)
+    both = (
+        Answer(question="Question number 0?", selected=("Yes",)),
+        Answer(question="Question number 1?", selected=("No",), other_text="and tests"),
+    )
+    assert (await store.submit(rec2.id, ALICE, both)).outcome is SubmitOutcome.RECORDED
+    assert (await store.submit(rec2.id, BOB, both)).outcome is SubmitOutcome.RECORDED
+    plain = (both[0], Answer(question="Question number 1?", selected=("No",)))
+    assert (await store.submit(rec2.id, ALICE, plain)).outcome is SubmitOutcome.RECORDED
+    last = await store.submit(rec2.id, BOB, plain)
+    assert last.outcome is SubmitOutcome.ACCEPTED
+    assert last.record is not None and last.record.answers == plain
+
+
+async def test_many_people_at_once_exactly_one_accepted(make_store: StoreFactory) -> None:
+    replicas = [await make_store() for _ in range(4)]
+    rec = new_record(required=3)
+    await replicas[0].create(rec)
+    people = [Responder(user_id=f"U{i:02}", name=f"p{i}") for i in range(40)]
+    results = await asyncio.gather(
+        *(replicas[i % 4].submit(rec.id, who, YES) for i, who in enumerate(people))
+    )
+    outcomes = [r.outcome for r in results]
+    assert outcomes.count(SubmitOutcome.ACCEPTED) == 1
+    assert outcomes.count(SubmitOutcome.RECORDED) == 2
+    assert outcomes.count(SubmitOutcome.ALREADY_ANSWERED) == 37
+    final = await replicas[1].get(rec.id)
+    assert final is not None and final.status is AskStatus.ANSWERED
+    assert len(final.submissions) == 3 and len(final.who_answered()) == 3
+    kinds = [e.kind for e in await replicas[2].history(rec.id)]
+    assert kinds.count("answered") == 1 and kinds.count("submitted") == 2
+
+
+async def test_retry_of_the_same_attempt(store: Store) -> None:
+    rec = new_record(required=2)
+    await store.create(rec)
+    first = await store.submit(rec.id, ALICE, YES, attempt="a1")
+    assert first.outcome is SubmitOutcome.RECORDED
+    # the same attempt re-sent (its reply lost) gets its verdict; another attempt is a repeat
+    assert (await store.submit(rec.id, ALICE, YES, attempt="a1")).outcome is SubmitOutcome.RECORDED
+    assert (await store.submit(rec.id, ALICE, YES, attempt="a2")).outcome is SubmitOutcome.REPEATED
+    assert (await store.pick(rec.id, BOB, 0, 0, attempt="b1")).outcome is SubmitOutcome.ACCEPTED
+    assert (await store.pick(rec.id, BOB, 0, 0, attempt="b1")).outcome is SubmitOutcome.ACCEPTED
+    assert (await store.pick(rec.id, BOB, 0, 0, attempt="b2")).outcome is SubmitOutcome.REPEATED
+    assert (await store.submit(rec.id, ALICE, YES, attempt="a1")).outcome is SubmitOutcome.REPEATED
+    kinds = [e.kind for e in await store.history(rec.id)]
+    assert kinds == ["created", "submitted", "answered"]
+
+
+async def test_approvals_respect_answerers_and_expiry(store: Store) -> None:
+    rec = new_record(required=2, answerers=("U_ALICE", "G_OPS"), expires_in=60)
+    await store.create(rec)
+    assert (await store.submit(rec.id, BOB, YES)).outcome is SubmitOutcome.NOT_ALLOWED
+    assert (await store.submit(rec.id, ALICE, YES)).outcome is SubmitOutcome.RECORDED
+    # the submissions stay on the ended record; nobody's later one counts
+    late = await store.submit(
+        rec.id, CAROL.model_copy(update={"groups": ("G_OPS",)}), YES, now=rec.expires_at + 1
+    )
+    assert late.outcome is SubmitOutcome.CLOSED
+    assert late.record is not None and late.record.status is AskStatus.EXPIRED
+    assert [s.user_id for s in late.record.submissions] == ["U_ALICE"]
+    assert late.record.who_answered() == []
+
+
+async def test_required_is_part_of_the_ask(store: Store) -> None:
+    rec = new_record(required=3)
+    await store.create(rec)
+    await store.create(rec)  # a retry
+    with pytest.raises(DuplicateAsk):
+        await store.create(rec.model_copy(update={"required": 2}))
+    one = new_record()
+    await store.create(one)
+    got = await store.get(one.id)
+    assert got is not None and got.required == 1 and got.submissions == ()
+    with pytest.raises(ValueError):
+        new_record(required=0)
+    with pytest.raises(ValueError):
+        new_record(required=51)

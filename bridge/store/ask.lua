@@ -166,8 +166,55 @@ local function jstr(s)
   return '"' .. escaped .. '"'
 end
 
--- Record a complete answer once (the verdicts of bridge.store.base.SubmitOutcome).
-local function submit(status, user_id, groups_json, by_json, answers, user_json, detail, attempt)
+-- The user ids whose untyped submission is exactly `answers` (an ask needing several people),
+-- sorted as Python sorts them (byte order of UTF-8 is code point order).
+local function agreeing(answers)
+  local found = {}
+  local flat = redis.call('HGETALL', rec)
+  for i = 1, #flat, 2 do
+    if string.sub(flat[i], 1, 5) == 'subk:' and flat[i + 1] == answers then
+      found[#found + 1] = string.sub(flat[i], 6)
+    end
+  end
+  table.sort(found)
+  return found
+end
+
+-- An ask that needs `req` >= 2 agreeing people: record the person's submission (replacing
+-- theirs) in sub:/subk:/suba: fields (bridge.store.keys.Fields). Returns a verdict reply when
+-- the ask stays pending, or nil and the 'answered' event's detail (naming who agreed) when this
+-- submission makes `req` equal untyped ones. A typed submission's key starts with 'T', so it
+-- never equals an answers text (which starts with '[') and never agrees.
+local function record_submission(required, user_id, answers, user_json, detail, attempt, typed)
+  local key = typed and ('T' .. answers) or answers
+  if redis.call('HGET', rec, 'subk:' .. user_id) == key then
+    -- this person's current submission again; its very attempt re-sent keeps its verdict
+    if redis.call('HGET', rec, 'suba:' .. user_id) == attempt then
+      return {'recorded', record()}
+    end
+    return {'repeated', record()}
+  end
+  local sub = '{"at":' .. now .. ',"user_id":' .. user_json .. ',' .. string.sub(detail, 2)
+  redis.call('HSET', rec, 'sub:' .. user_id, sub, 'subk:' .. user_id, key,
+    'suba:' .. user_id, attempt)
+  local agreed = {}
+  if not typed then
+    agreed = agreeing(answers)
+  end
+  if #agreed < required then
+    event('submitted', user_json, detail)
+    return {'recorded', record()}
+  end
+  for i, a in ipairs(agreed) do
+    agreed[i] = jstr(a)
+  end
+  return nil, string.sub(detail, 1, -2) .. ',"agreed":[' .. table.concat(agreed, ',') .. ']}'
+end
+
+-- Record a complete answer once (the verdicts of bridge.store.base.SubmitOutcome); `typed`: it
+-- holds typed text (only an ask needing several people cares).
+local function submit(status, user_id, groups_json, by_json, answers, user_json, detail, attempt,
+    typed)
   local may = allowed(user_id, groups_json)
   if status == 'pending' and expire_if_due() then
     -- no sweep will report this expiry: the caller re-renders the ask ('expired' -> CLOSED)
@@ -179,19 +226,30 @@ local function submit(status, user_id, groups_json, by_json, answers, user_json,
     return {'not_allowed', record()}
   end
   if status == 'answered' then
-    if redis.call('HGET', rec, 'by_user') == user_id
-        and redis.call('HGET', rec, 'answers') == answers then
-      -- the accepting attempt re-sent (its reply was lost) is still that attempt
-      if redis.call('HGET', rec, 'attempt') == attempt then
-        return {'accepted', record()}
+    if redis.call('HGET', rec, 'answers') == answers then
+      local by_me = redis.call('HGET', rec, 'by_user') == user_id
+      if by_me or redis.call('HGET', rec, 'subk:' .. user_id) == answers then
+        -- the accepting attempt re-sent (its reply was lost) is still that attempt
+        if by_me and redis.call('HGET', rec, 'attempt') == attempt then
+          return {'accepted', record()}
+        end
+        return {'repeated', record()} -- their answer is (among) the accepted
       end
-      return {'repeated', record()}
     end
     event('late', user_json, detail)
     return {'already_answered', record()}
   elseif status ~= 'pending' then
     event('late', user_json, detail)
     return {'closed', record()}
+  end
+  local required = tonumber(redis.call('HGET', rec, 'req') or '1')
+  if required > 1 then
+    local pending_reply, answered_detail = record_submission(required, user_id, answers,
+      user_json, detail, attempt, typed)
+    if pending_reply then
+      return pending_reply
+    end
+    detail = answered_detail
   end
   redis.call('HSET', rec, 'answers', answers, 'by', by_json, 'by_user', user_id, 'at', now,
     'attempt', attempt)
@@ -234,13 +292,17 @@ local exists = redis.call('EXISTS', rec) == 1
 
 if op == 'create' then
   -- 7 body, 8 expires_at, 9 answerers, 10 deferred, 11 ttl ms, 12 lease ms, 13 event detail,
-  -- 14 the creating process's wake-up channel (it is about to wait)
+  -- 14 the creating process's wake-up channel (it is about to wait), 15 people required to
+  -- agree (stored as 'req' only when more than one: a one-person ask reads no more)
   if exists then
     -- the same ask again is a retry of this create; another one under that id is a duplicate
     return {redis.call('HGET', rec, 'body') == ARGV[7] and 'ok' or 'exists'}
   end
   redis.call('HSET', rec, 'body', ARGV[7], 'status', 'pending', 'exp', ARGV[8],
     'answerers', ARGV[9], 'deferred', ARGV[10], 'handoff', '')
+  if tonumber(ARGV[15]) > 1 then
+    redis.call('HSET', rec, 'req', ARGV[15])
+  end
   redis.call('PEXPIRE', rec, ARGV[11])
   event('created', 'null', ARGV[13])
   if ARGV[10] == '0' and tonumber(ARGV[12]) > 0 then
@@ -267,8 +329,9 @@ elseif op == 'event' then
   return {'ok'}
 elseif op == 'submit' then
   -- 7 user id, 8 groups JSON, 9 responder JSON, 10 answers JSON, 11 user JSON, 12 detail,
-  -- 13 attempt token
-  return submit(status, ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13])
+  -- 13 attempt token, 14 '1': the answers hold typed text
+  return submit(status, ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13],
+    ARGV[14] == '1')
 elseif op == 'pick' then
   -- 7 user id, 8 groups JSON, 9 responder JSON, 10 question index, 11 option index (from 0),
   -- 12 user JSON, 13 name JSON, 14 attempt token, 15 '1': the caller can look up the person's
@@ -287,7 +350,7 @@ elseif op == 'pick' then
   local answers = '[{"other_text":null,"question":' .. jstr(q.question) .. ',' .. selected
   -- the audit trail's answers leave out the question (bridge.store.base.dump_answers)
   local detail = '{"name":' .. ARGV[13] .. ',"answers":[{"other_text":null,' .. selected .. '}'
-  return submit(status, ARGV[7], ARGV[8], ARGV[9], answers, ARGV[12], detail, ARGV[14])
+  return submit(status, ARGV[7], ARGV[8], ARGV[9], answers, ARGV[12], detail, ARGV[14], false)
 elseif op == 'close' then
   -- 7 status (expired|cancelled), 8 user JSON (who closed it, or null)
   if status == ARGV[7] then

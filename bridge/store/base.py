@@ -43,7 +43,7 @@ NOISE_DROPPED = "noise_dropped"
 ``detail`` is ``{"dropped": <how many>}``."""
 CREATION_FIELDS = frozenset(
     {
-        *("id", "questions", "destination", "context", "answerers"),
+        *("id", "questions", "destination", "context", "answerers", "required"),
         *("created_at", "expires_at", "deferred"),
     }
 )
@@ -107,10 +107,15 @@ def dump_answers(answers: Sequence[Answer]) -> tuple[list[dict[str, Any]], str]:
 
 
 class SubmitOutcome(StrEnum):
-    """How a submission was judged. Only ``ACCEPTED`` and ``REPEATED`` mean "your answer stands"."""
+    """How a submission was judged. ``ACCEPTED``, ``REPEATED`` and ``RECORDED`` mean "your
+    submission stands"; only ``ACCEPTED``, and ``REPEATED`` of an answered ask, mean it is the
+    ask's answer."""
 
-    ACCEPTED = "accepted"  # this submission answered the ask
+    ACCEPTED = "accepted"  # this submission answered the ask (with required K: it made K agree)
     REPEATED = "repeated"  # the same person sent the same answer again: idempotent success
+    # (of an answered ask: their answer is among the accepted; pending: their submission stands)
+    RECORDED = "recorded"  # required K >= 2: this submission is recorded (new, or replacing the
+    # person's earlier one) but fewer than K agree yet; record.submissions holds it
     ALREADY_ANSWERED = "already_answered"  # someone answered first; see record.answered_by
     CLOSED = "closed"  # the ask expired or was cancelled -- perhaps by this very submission
     # (it was past expires_at): then nobody else re-renders it, the caller must (Store.submit)
@@ -128,7 +133,11 @@ class SubmitResult:
 
     @property
     def ok(self) -> bool:
-        return self.outcome in (SubmitOutcome.ACCEPTED, SubmitOutcome.REPEATED)
+        return self.outcome in (
+            SubmitOutcome.ACCEPTED,
+            SubmitOutcome.REPEATED,
+            SubmitOutcome.RECORDED,
+        )
 
 
 class HistoryEvent(BaseModel):
@@ -136,7 +145,8 @@ class HistoryEvent(BaseModel):
 
     at: float
     kind: str
-    """What happened. The stores record created, posted, deferred, refused, late, answered,
+    """What happened. The stores record created, posted, deferred, refused, late, submitted
+    (one of several people's submissions, recorded before they agree), answered,
     expired, cancelled, handed_to_feed and rendered (and :data:`NOISE_DROPPED` in
     :meth:`Store.history`); callers add their own through :meth:`Store.record_event` (the chat
     handler post_failed, the Slack app opened)."""
@@ -258,10 +268,18 @@ class Store(ABC):
     ) -> SubmitResult:
         """Record a complete answer exactly once; see :class:`SubmitOutcome` for the verdicts.
 
+        An ask that needs ``required`` K >= 2 people (:class:`~bridge.record.AskRecord`) records
+        the submission in ``submissions`` (replacing the person's earlier one) and is answered,
+        in this same atomic step, by the submission that makes K equal untyped submissions:
+        ``ACCEPTED``; fewer agree -> ``RECORDED``; the person's current submission sent again ->
+        ``REPEATED`` (nothing changes). Each recorded submission logs ``submitted`` (the one that
+        makes K logs ``answered``, its detail naming the ``agreed`` user ids).
+
         ``attempt`` names this submission (default: a fresh random token per call). A retry of
         the very same attempt -- a networked store re-sends it when the reply was lost -- gets
-        the verdict the attempt got, ``ACCEPTED``, not ``REPEATED``; a separate submission of the
-        same answer by the same person (another attempt) stays ``REPEATED``.
+        the verdict the attempt got, ``ACCEPTED`` (or ``RECORDED`` while the ask is pending), not
+        ``REPEATED``; a separate submission of the same answer by the same person (another
+        attempt) stays ``REPEATED``.
 
         Expiry is enforced here too, not only by a sweep: an ask still ``pending`` past its
         ``expires_at`` is expired by this very step, exactly as :meth:`sweep` would (status,

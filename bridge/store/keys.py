@@ -117,6 +117,20 @@ class Fields:
     """How many claims to show the final state were made."""
     RENDERED = "rendered"
     """``"1"`` once the final state was shown on the message."""
+    REQUIRED = "req"
+    """How many people must agree (``required``), set at creation only when more than one: a
+    one-person ask has no such field and its submissions read nothing more."""
+    SUBMISSION = "sub:"
+    """``sub:<user id>``: that person's current submission to an ask needing several people,
+    JSON ``{"at", "user_id", "name", "answers"}`` (answers without their question texts, as in
+    the audit trail); a newer submission by the same person overwrites it."""
+    SUBMISSION_KEY = "subk:"
+    """``subk:<user id>``: that submission's answers as canonical JSON (equal answers, equal
+    text; ``ANSWERS`` is written the same way), prefixed with ``T`` when it holds typed text, so
+    Lua counts agreement by comparing texts and a typed one never agrees."""
+    SUBMISSION_ATTEMPT = "suba:"
+    """``suba:<user id>``: the token of the attempt that recorded it, so its retry is that
+    attempt (``RECORDED`` again, not ``REPEATED``)."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.models import Answer
-from bridge.record import AskRecord, AskStatus, MessageRef, Responder
+from bridge.record import AskRecord, AskStatus, MessageRef, Responder, Submission
 from bridge.store.base import (
     DEFAULT_LEASE_TTL,
     DEFAULT_NOISE_CAP,
@@ -62,6 +62,9 @@ class _Ask:
     render_at: float | None = None
     render_tries: int = 0
     rendered: bool = False
+    submitted: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """With ``required`` >= 2: per user id, their submission's key (canonical answers, ``T``
+    first when typed: see ``subk:`` in ``keys.py``) and the attempt that recorded it."""
 
     def lease_live(self, now: float) -> bool:
         return self.waiting > 0 or self.held or now < self.lease_until
@@ -243,7 +246,7 @@ class MemoryStore(Store):
         attempt: str | None = None,
     ) -> SubmitResult:
         dumped, chosen = dump_answers(answers)
-        detail = {"name": who.name, "answers": dumped}
+        detail: dict[str, Any] = {"name": who.name, "answers": dumped}
         with self._lock:
             now = time.time() if now is None else now
             entry = self._live(ask_id, now)
@@ -260,8 +263,10 @@ class MemoryStore(Store):
                 return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
             if rec.status is AskStatus.ANSWERED:
                 by = rec.answered_by
-                if by is not None and by.user_id == who.user_id and entry.answers_key == chosen:
-                    same = attempt is not None and attempt == entry.attempt
+                by_me = by is not None and by.user_id == who.user_id
+                mine = entry.submitted.get(who.user_id)
+                if entry.answers_key == chosen and (by_me or (mine and mine[0] == chosen)):
+                    same = by_me and attempt is not None and attempt == entry.attempt
                     return SubmitResult(
                         SubmitOutcome.ACCEPTED if same else SubmitOutcome.REPEATED, rec
                     )
@@ -270,7 +275,13 @@ class MemoryStore(Store):
             if rec.status is not AskStatus.PENDING:
                 self._event(entry, "late", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.CLOSED, rec)
-            entry.record = rec.model_copy(
+            if rec.required > 1:
+                pending = self._record_submission(entry, who, answers, chosen, attempt, now, detail)
+                if pending is not None:
+                    return pending
+                agreed = sorted(u for u, (key, _) in entry.submitted.items() if key == chosen)
+                detail["agreed"] = agreed
+            entry.record = entry.record.model_copy(
                 update={"answers": tuple(answers), "answered_by": who, "answered_at": now}
             )
             entry.answers_key = chosen
@@ -278,6 +289,37 @@ class MemoryStore(Store):
             self._event(entry, "answered", who.user_id, now, **detail)
             self._finish(entry, AskStatus.ANSWERED, now)
             return SubmitResult(SubmitOutcome.ACCEPTED, entry.record)
+
+    def _record_submission(
+        self,
+        entry: _Ask,
+        who: Responder,
+        answers: Sequence[Answer],
+        chosen: str,
+        attempt: str | None,
+        now: float,
+        detail: dict[str, Any],
+    ) -> SubmitResult | None:
+        """An ask needing several people: record the person's submission (replacing theirs).
+        The verdict while the ask stays pending, or ``None`` when this submission makes
+        ``required`` equal untyped ones (see ``record_submission`` in ask.lua)."""
+        rec = entry.record
+        typed = any(a.other_text is not None for a in answers)
+        key = "T" + chosen if typed else chosen
+        mine = entry.submitted.get(who.user_id)
+        if mine is not None and mine[0] == key:
+            same = attempt is not None and attempt == mine[1]
+            return SubmitResult(SubmitOutcome.RECORDED if same else SubmitOutcome.REPEATED, rec)
+        entry.submitted[who.user_id] = (key, attempt)
+        sub = Submission(user_id=who.user_id, name=who.name, at=now, answers=tuple(answers))
+        subs = [s for s in rec.submissions if s.user_id != who.user_id] + [sub]
+        subs.sort(key=lambda s: (s.at, s.user_id))
+        entry.record = rec.model_copy(update={"submissions": tuple(subs)})
+        agreeing = sum(1 for k, _ in entry.submitted.values() if k == chosen)
+        if typed or agreeing < rec.required:
+            self._event(entry, "submitted", who.user_id, now, **detail)
+            return SubmitResult(SubmitOutcome.RECORDED, entry.record)
+        return None
 
     async def close(
         self, ask_id: str, status: AskStatus, *, by: str | None = None

@@ -106,6 +106,7 @@ DEFAULT_GROUP = "bridge"
 _OUTCOMES = {
     "accepted": SubmitOutcome.ACCEPTED,
     "repeated": SubmitOutcome.REPEATED,
+    "recorded": SubmitOutcome.RECORDED,
     "already_answered": SubmitOutcome.ALREADY_ANSWERED,
     "closed": SubmitOutcome.CLOSED,
     "expired": SubmitOutcome.CLOSED,  # this submission found it past expires_at and expired it
@@ -403,6 +404,7 @@ class RedisStore(Store):
                 int(self.lease_ttl * 1000),
                 detail,
                 self._wakeups.channel,
+                record.required,
             ),
             record.created_at,
         )
@@ -475,6 +477,7 @@ class RedisStore(Store):
                 json.dumps(who.user_id),
                 json.dumps({"name": who.name, "answers": dumped}, ensure_ascii=False),
                 attempt,
+                "1" if any(a.other_text is not None for a in answers) else "0",
             ),
             now,
         )

@@ -10,7 +10,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.record import AskRecord
+from bridge.models import Answer
+from bridge.record import AskRecord, Submission
 from bridge.store.base import creation_text
 from bridge.store.keys import Fields
 
@@ -37,7 +38,28 @@ def record(raw: dict[str, str]) -> AskRecord:
     if raw.get(Fields.CLOSED_AT):
         parts += [',"closed_at":', _number(raw[Fields.CLOSED_AT])]
     parts.append("}")
-    return AskRecord.model_validate_json("".join(parts))
+    built = AskRecord.model_validate_json("".join(parts))
+    subs = [value for field, value in raw.items() if field.startswith(Fields.SUBMISSION)]
+    return built.model_copy(update={"submissions": submissions(built, subs)}) if subs else built
+
+
+def submissions(record: AskRecord, stored: Sequence[str]) -> tuple[Submission, ...]:
+    """The ``sub:<user id>`` fields as submissions, oldest first: their answers leave out the
+    question texts (as the audit trail's do), taken back from the record's question set."""
+    qs = record.questions.questions
+    out = []
+    for text in stored:
+        data = json.loads(text)
+        answers = tuple(
+            Answer(question=q.question, selected=tuple(a["selected"]), other_text=a["other_text"])
+            for q, a in zip(qs, data["answers"], strict=True)
+        )
+        out.append(
+            Submission(
+                user_id=data["user_id"], name=data["name"], at=float(data["at"]), answers=answers
+            )
+        )
+    return tuple(sorted(out, key=lambda s: (s.at, s.user_id)))
 
 
 def _number(text: str) -> str:
