@@ -78,9 +78,29 @@ class DiscordPlatform:
         return DiscordReceiver(self.settings, self.poster(), store)
 
 
+GATEWAY_CLOSES = {
+    4004: "authentication failed: DISCORD_TOKEN was revoked or replaced; set a valid token",
+    4010: "invalid shard: check DISCORD_SHARDS",
+    4011: "sharding required: set DISCORD_SHARDS",
+    4012: "invalid API version",
+    4013: "invalid intents",
+}
+"""The gateway's close codes discord.py does not reconnect after, and what to fix."""
+
+
+def gateway_closed(exc: discord.ConnectionClosed) -> str:
+    """One line for a gateway connection Discord closed for good (after the start check)."""
+    fix = GATEWAY_CLOSES.get(exc.code, exc.reason or "not reconnecting")
+    return f"Discord closed the gateway connection ({exc.code}): {fix}"
+
+
 class DiscordReceiver:
     """Clicks over the gateway, judged by one store. Any number of processes (and shards) may
-    receive: every click is routed by its custom_id and judged by the store."""
+    receive: every click is routed by its custom_id and judged by the store.
+
+    A close discord.py does not reconnect after -- 4004 when the token is revoked while running --
+    ends :meth:`run` with ``PlatformUnavailable`` naming what to fix, so the process stops in one
+    line (:func:`gateway_closed`)."""
 
     def __init__(
         self,
@@ -131,6 +151,8 @@ class DiscordReceiver:
             raise PlatformUnavailable("Discord: the gateway connection ended")
         except discord.PrivilegedIntentsRequired as exc:
             raise PlatformUnavailable(f"Discord: {exc}") from exc
+        except discord.ConnectionClosed as exc:
+            raise PlatformUnavailable(gateway_closed(exc)) from None
         finally:
             await stop(waiting)
             await stop(connecting)

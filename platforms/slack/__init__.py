@@ -8,12 +8,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from slack_sdk.web.async_client import AsyncWebClient
-
+from bridge.aio import stop
 from bridge.platform import Finding, HttpRoute, PlatformUnavailable
 from bridge.poster import Poster
 from bridge.store.base import Store
-from platforms.slack.client import make_client
+from platforms.slack.client import WatchedClient, make_client
 from platforms.slack.credentials import BotIdentity, check_app_token, check_bot_token
 from platforms.slack.poster import SlackPoster
 from platforms.slack.settings import SlackSettings, load_settings
@@ -30,7 +29,7 @@ class SlackPlatform:
 
     def __init__(self, settings: SlackSettings | None = None) -> None:
         self._settings = settings
-        self._client: tuple[tuple[str, str | None], AsyncWebClient] | None = None
+        self._client: tuple[tuple[str, str | None], WatchedClient] | None = None
 
     @property
     def settings(self) -> SlackSettings:
@@ -38,7 +37,7 @@ class SlackPlatform:
         return self._settings or load_settings()
 
     @property
-    def client(self) -> AsyncWebClient:
+    def client(self) -> WatchedClient:
         """One Web API client per token and base URL, shared by posters and the receiver."""
         settings = self.settings
         key = (settings.bot(), settings.api_url)
@@ -87,11 +86,17 @@ class SlackPlatform:
 class SlackReceiver:
     """Clicks judged by one store: over Socket Mode when ``SLACK_APP_TOKEN`` is set (a connection
     this receiver holds), else over HTTP at ``POST /slack/events`` on the process's one server,
-    each request verified with ``SLACK_SIGNING_SECRET``."""
+    each request verified with ``SLACK_SIGNING_SECRET``.
 
-    def __init__(self, settings: SlackSettings, client: AsyncWebClient, store: Store) -> None:
+    A token refused while receiving (revoked after the start check: any call through ``client``,
+    including Socket Mode's reconnect, answers ``invalid_auth``, ``token_revoked``...) ends
+    :meth:`run` with ``PlatformUnavailable`` naming the variable: the process stops instead of
+    failing every click, or reconnecting forever."""
+
+    def __init__(self, settings: SlackSettings, client: WatchedClient, store: Store) -> None:
         from platforms.slack.app import build_app
 
+        self.client = client
         self.app_token = settings.app() if settings.socket_mode else None
         self.signing = None if self.app_token is not None else settings.signing()
         self.app, self.interactions = build_app(store, client, signing_secret=self.signing)
@@ -109,6 +114,18 @@ class SlackReceiver:
         return (events_route(self.app, self.signing),)
 
     async def run(self, ready: asyncio.Event) -> None:
+        holding = asyncio.create_task(self._hold(ready))
+        refusal = asyncio.create_task(self.client.refused())
+        try:
+            await asyncio.wait({holding, refusal}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await stop(refusal)
+            await stop(holding)
+        if not refusal.cancelled() and refusal.exception() is None:
+            raise refusal.result()
+        holding.result()
+
+    async def _hold(self, ready: asyncio.Event) -> None:
         if self.link is not None:
             await self.link.run(ready)
         else:  # HTTP: the process's server delivers the requests

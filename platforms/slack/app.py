@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.views import View
@@ -308,8 +309,19 @@ def build_app(
 
     ``process_before_response``: Bolt answers when a listener returns, so a listener that judges
     a click before acking has the verdict stored before Slack sees the 200; slow work is handed
-    to :meth:`Answering.spawn`."""
+    to :meth:`Answering.spawn`.
+
+    Every request is handled with ``client`` itself (its token never changes), not the plain
+    per-request copy Bolt would make: Bolt's own ``auth.test`` and every handler's call then go
+    through the client that watches for a revoked token
+    (:class:`platforms.slack.client.WatchedClient`)."""
+
+    async def own_client(context: AsyncBoltContext, next: Callable[[], Awaitable[None]]) -> None:
+        context["client"] = client
+        await next()
+
     app = AsyncApp(
+        before_authorize=own_client,
         client=client,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,

@@ -1,16 +1,26 @@
-"""The Web API client: configurable base URL, rate-limit retries, and no duplicate posts.
+"""The Web API client: configurable base URL, rate-limit retries, no duplicate posts, and a
+watch for a token revoked while running.
 
 A 429 means Slack did nothing, so every call may be retried after ``Retry-After``. A dropped
 connection is different: the request may have been applied. Re-sending ``chat.update`` or
 ``views.update`` is harmless, but re-sending ``chat.postMessage`` would post the question set twice
 and ``chat.postEphemeral`` would repeat an explanation -- so connection errors are retried for
 every method except those two (:data:`NOT_IDEMPOTENT`).
+
+A token checked at start can be revoked later (the app uninstalled, the token rotated): every
+call then fails with an authentication error, and Socket Mode would reconnect forever with a
+refused ``apps.connections.open``. :class:`WatchedClient` notices the first such answer to any
+call -- the poster's, the receiver's, or the Socket Mode reconnect's (which goes through this
+client with the app token) -- and :meth:`WatchedClient.refused` hands it to the receiver, which
+stops the process in one line naming the variable (:mod:`platforms.slack`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -22,8 +32,15 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import metrics
+from bridge.platform import PlatformUnavailable
 
 NOT_IDEMPOTENT = ("chat.postMessage", "chat.postEphemeral")
+AUTH_ERRORS = frozenset(
+    {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
+)
+"""Slack's answers meaning the token itself is no good (not the call)."""
+APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+"""Methods called with the app-level token (``SLACK_APP_TOKEN``); every other uses the bot's."""
 
 
 class IdempotentConnectionRetry(AsyncConnectionErrorRetryHandler):
@@ -52,9 +69,41 @@ class CountedRateLimitRetry(AsyncRateLimitErrorRetryHandler):
         await super().prepare_for_next_attempt_async(**kwargs)
 
 
-def make_client(token: str, base_url: str, *, rate_limit_retries: int = 3) -> AsyncWebClient:
+class WatchedClient(AsyncWebClient):
+    """An ``AsyncWebClient`` that remembers the first call refused for its token (see the module
+    docstring); :meth:`refused` waits for it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._refusal: PlatformUnavailable | None = None
+        self._refused = asyncio.Event()
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        try:
+            return await super().api_call(api_method, **kwargs)
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            if error in AUTH_ERRORS and self._refusal is None:
+                variable = (
+                    "SLACK_APP_TOKEN" if api_method in APP_TOKEN_METHODS else "SLACK_BOT_TOKEN"
+                )
+                self._refusal = PlatformUnavailable(
+                    f"Slack refused {variable} ({error}) while running: it was revoked or "
+                    "replaced; set a valid token and restart"
+                )
+                self._refused.set()
+            raise
+
+    async def refused(self) -> PlatformUnavailable:
+        """Once a call was refused for its token: why, in one line naming the variable."""
+        await self._refused.wait()
+        assert self._refusal is not None
+        return self._refusal
+
+
+def make_client(token: str, base_url: str, *, rate_limit_retries: int = 3) -> WatchedClient:
     handlers: list[AsyncRetryHandler] = [
         IdempotentConnectionRetry(max_retry_count=1),
         CountedRateLimitRetry(max_retry_count=rate_limit_retries),
     ]
-    return AsyncWebClient(token=token, base_url=base_url, retry_handlers=handlers)
+    return WatchedClient(token=token, base_url=base_url, retry_handlers=handlers)

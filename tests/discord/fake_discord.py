@@ -13,7 +13,9 @@ Gateway (``/gateway``): HELLO, IDENTIFY -> READY (with ``resume_gateway_url``) a
 per guild, heartbeats and their acks, RESUME -> RESUMED (replaying what was missed), and
 ``INTERACTION_CREATE`` for clicks (:meth:`FakeDiscord.click`) and modal submissions
 (:meth:`FakeDiscord.submit`) sent to one chosen session. ``drop()`` closes sessions abruptly
-(discord.py then resumes); ``GET /gateway`` serves the websocket at any path below it.
+(discord.py then resumes); ``revoke()`` refuses the token from then on (REST 401, gateway
+sessions closed with 4004 "Authentication failed"); ``GET /gateway`` serves the websocket at any
+path below it.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ class FakeDiscord:
     """Every session ever identified, by id: what RESUME may name."""
     identifies: int = 0
     resumes: int = 0
+    revoked: bool = False
     url: str = ""
     gateway_url: str = ""
     _history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -179,9 +182,9 @@ class FakeDiscord:
             if fragment in path:
                 await asyncio.sleep(seconds)
         try:
-            if request.headers.get("Authorization") != f"Bot {TOKEN}" and not path.startswith(
-                ("/interactions/", "/webhooks/")
-            ):
+            if (
+                self.revoked or request.headers.get("Authorization") != f"Bot {TOKEN}"
+            ) and not path.startswith(("/interactions/", "/webhooks/")):
                 raise Rejected(401, 0, "401: Unauthorized")
             status, result = 200, self._route(request.method, path, body)
             if result is None:
@@ -391,6 +394,9 @@ class FakeDiscord:
             op = data.get("op")
             if op == 1:
                 await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
+            elif op in (2, 6) and self.revoked:
+                await ws.close(code=4004, message=b"Authentication failed.")
+                break
             elif op == 2:
                 assert data["d"]["token"] == TOKEN
                 assert not int(data["d"]["intents"]) & (1 << 1 | 1 << 8 | 1 << 15)  # privileged
@@ -496,6 +502,12 @@ class FakeDiscord:
         """Close every gateway connection abruptly (a network blip): discord.py resumes."""
         for s in list(self.sessions):
             await s.ws.close(code=4000, message=b"blip")
+
+    async def revoke(self) -> None:
+        """The token is revoked: sessions close with 4004 and REST answers 401 from now on."""
+        self.revoked = True
+        for s in list(self.sessions):
+            await s.ws.close(code=4004, message=b"Authentication failed.")
 
     async def wait_sessions(self, count: int = 1, within: float = 20.0) -> list[Session]:
         def ready() -> list[Session]:

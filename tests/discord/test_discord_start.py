@@ -1,5 +1,6 @@
 """Discord at start: the token is checked by logging in before anything else; a refused token or
-an unreachable API is one line naming the setting; readiness follows the gateway connection."""
+an unreachable API is one line naming the setting; readiness follows the gateway connection; a
+token revoked while serving (the gateway closes with 4004) stops ``serve`` in one line."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import socket
 
 import pytest
 from discord_harness import settings_for
+from discord_procs import discord_bot, discord_env
 from fake_discord import FakeDiscord
 
 from bridge.platform import PlatformUnavailable
@@ -51,3 +53,19 @@ async def test_the_receiver_is_connected_only_while_the_gateway_is(fake: FakeDis
     await receiver.drain()
     assert not await receiver.connected()
     await platform.rest.aclose()
+
+
+async def test_serve_stops_when_its_token_is_revoked_while_serving(fake: FakeDiscord) -> None:
+    serve = await discord_bot(discord_env(fake)).start()
+    try:
+        await fake.wait_sessions()
+        await fake.revoke()  # the gateway closes with 4004: discord.py does not reconnect
+        assert serve.proc is not None
+        await asyncio.wait_for(serve.proc.wait(), 20)
+    finally:
+        await serve.stop()
+    assert serve.returncode == 1
+    log = "".join(serve.log)
+    (line,) = [x for x in serve.log if x.startswith("ask-bridge serve: Discord")]
+    assert "Discord closed the gateway connection (4004): authentication failed" in line
+    assert "DISCORD_TOKEN" in line and "Traceback" not in log

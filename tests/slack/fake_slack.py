@@ -8,7 +8,9 @@ fields, option descriptions over 75 characters -- (``invalid_blocks``), block JS
 ``missing_channels`` (``channel_not_found``), unknown messages (``message_not_found``), used or
 stale ``trigger_id`` s (``expired_trigger_id``) and stale view hashes (``hash_conflict``).
 ``rate_limit(method)`` makes the next call answer 429 with ``Retry-After`` without doing
-anything, which is what Slack guarantees for a 429.
+anything, which is what Slack guarantees for a 429. ``revoke(token)`` makes every later call
+made with ``token`` answer ``token_revoked``, as Slack does once an app is uninstalled or its
+token rotated.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class FakeSlack:
     scopes: str = "chat:write,usergroups:read"
     """What ``auth.test`` says the bot token holds (Slack's ``x-oauth-scopes`` header)."""
     calls: list[Call] = field(default_factory=list)
+    revoked: set[str] = field(default_factory=set)
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
     url: str = ""
@@ -76,6 +79,10 @@ class FakeSlack:
 
     def expire_triggers(self) -> None:
         self._triggers = {k: (0.0, used) for k, (_, used) in self._triggers.items()}
+
+    def revoke(self, token: str) -> None:
+        """Every later call made with ``token`` answers ``token_revoked``."""
+        self.revoked.add(token)
 
     def rate_limit(self, method: str, retry_after: int = 0) -> None:
         self._limited[method] = retry_after
@@ -146,6 +153,8 @@ class FakeSlack:
             )
         token = request.headers.get("Authorization", "").removeprefix("Bearer ")
         wanted = APP_TOKEN if method == "apps.connections.open" else BOT_TOKEN
+        if token in self.revoked:
+            return await self._answer(method, args, {"ok": False, "error": "token_revoked"})
         if token != wanted:
             return await self._answer(method, args, {"ok": False, "error": "invalid_auth"})
         if method in self._failing:

@@ -1,5 +1,6 @@
 """A fake Socket Mode endpoint: ``apps.connections.open`` hands out its ``ws://`` URL; it says
-``hello``, pushes envelopes, and returns each ack (with any ``response_action`` payload)."""
+``hello``, pushes envelopes, and returns each ack (with any ``response_action`` payload);
+``drop()`` closes the connection the way Slack does before a client must reconnect."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ class FakeSocketMode:
             await self._ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def drop(self) -> None:
+        """Close the live connection (slack_sdk then asks ``apps.connections.open`` for another)."""
+        self.connected.clear()
+        if self._ws is not None:
+            await self._ws.close()
 
     async def _link(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True)

@@ -153,3 +153,44 @@ async def test_a_rate_limited_call_is_counted(fake: FakeSlack) -> None:
     fake.rate_limit("auth.test")
     await make_client(BOT_TOKEN, fake.url).auth_test()  # retried after the 429
     assert counted() == before + 1
+
+
+async def test_serve_stops_when_its_bot_token_is_revoked_while_serving(
+    fake: FakeSlack, redis_srv: RedisServer
+) -> None:
+    prefix = f"rv{uuid.uuid4().hex[:6]}"
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=fake.url,
+        REDIS_URL=redis_srv.url, ASK_BRIDGE_KEY_PREFIX=prefix,
+    )  # fmt: skip
+    serve = await Serve(env).start()
+    store = RedisStore.from_url(redis_srv.url, prefix=prefix)
+
+    async def click(http: aiohttp.ClientSession, record: AskRecord) -> None:
+        assert record.message is not None
+        payload = block_actions(
+            fake, record.message.channel, record.message.message_id, "U0ALICE",
+            f"askb:pick:{record.id}:0:0",
+        )  # fmt: skip
+        body = form_body(payload)
+        async with http.post(serve.url, data=body, headers=signed(body)) as resp:
+            assert resp.status == 200
+
+    try:
+        first, second = await post_ask(store, fake), await post_ask(store, fake)
+        async with aiohttp.ClientSession() as http:
+            await click(http, first)  # served with the token still valid
+            await fake.wait_for("chat.update")
+            fake.revoke(BOT_TOKEN)
+            await click(http, second)  # judged and stored; its re-render is refused
+        assert serve.proc is not None
+        await asyncio.wait_for(serve.proc.wait(), 20)
+        answered = await store.get(second.id)
+    finally:
+        await serve.stop()
+        await store.aclose()
+    assert serve.returncode == 1
+    assert answered is not None and answered.status is AskStatus.ANSWERED
+    (line,) = [x for x in serve.log if x.startswith("ask-bridge serve: Slack refused")]
+    assert "SLACK_BOT_TOKEN (token_revoked) while running" in line
+    assert serve.log[-1] == line  # the process's last word

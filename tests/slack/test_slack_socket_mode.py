@@ -293,3 +293,39 @@ async def test_serve_in_socket_mode_holds_a_connection_and_no_events_route(
     assert not [line for line in serve.log if "/slack/events" in line]
     assert [line for line in serve.log if "health and metrics at http://" in line]
     assert [c.method for c in fake.calls if c.method == "apps.connections.open"]
+
+
+async def test_an_app_token_revoked_while_receiving_stops_ask_in_one_line(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    questions = json.dumps([q("Still valid?", "Valid", ["yes", "no"])])
+    agent = await Agent.start(standalone_env(fake), questions, "--channel", "C0SOCK")
+    try:
+        await fake.wait_for("chat.postMessage", within=30)
+        fake.revoke(APP_TOKEN)
+        await socket.drop()  # Slack closes the link; the reconnect is refused
+        code, out, err = await agent.result(within=20)
+    finally:
+        await agent.kill()
+    assert code == 1 and out == ""
+    (line,) = [x for x in err.splitlines() if x.startswith("ask-bridge ask: ")]
+    assert "Slack refused SLACK_APP_TOKEN (token_revoked) while running" in line, err
+    assert "Traceback" not in err
+
+
+async def test_serve_stops_when_its_app_token_is_revoked_while_receiving(
+    fake: FakeSlack, socket: FakeSocketMode
+) -> None:
+    serve = await Serve(standalone_env(fake)).start()
+    try:
+        fake.revoke(APP_TOKEN)
+        await socket.drop()
+        assert serve.proc is not None
+        await asyncio.wait_for(serve.proc.wait(), 20)
+    finally:
+        await serve.stop()
+    assert serve.returncode == 1
+    log = "".join(serve.log)
+    assert "Slack refused SLACK_APP_TOKEN (token_revoked) while running" in log
+    assert "Traceback" not in log
+    assert [c for c in fake.calls if c.method == "apps.connections.open" and not c.ok]
