@@ -12,7 +12,7 @@ import time
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bridge.models import Answer, QuestionSet
 
@@ -55,6 +55,25 @@ class MessageRef(BaseModel):
     channel: str
     message_id: str
     extra: dict[str, str] = Field(default_factory=dict)
+
+
+class FollowUps(BaseModel):
+    """What the sweeper does while an ask waits (``bridge.followups``): remind the answerers in
+    the message's thread every ``remind_after`` seconds, at most ``remind_times`` times, and
+    post the ask to ``escalate_to`` once ``escalate_after`` seconds after it was created."""
+
+    model_config = ConfigDict(frozen=True)
+
+    remind_after: float | None = Field(default=None, gt=0)
+    remind_times: int = Field(default=3, ge=1, le=100)
+    escalate_after: float | None = Field(default=None, gt=0)
+    escalate_to: Destination | None = None
+
+    @model_validator(mode="after")
+    def _paired(self) -> FollowUps:
+        if (self.escalate_after is None) != (self.escalate_to is None):
+            raise ValueError("escalate_after and escalate_to go together: give both or neither")
+        return self
 
 
 class Responder(BaseModel):
@@ -112,12 +131,25 @@ class AskRecord(BaseModel):
     status: AskStatus = AskStatus.PENDING
     deferred: bool = False
     message: MessageRef | None = None
+    """The first message the ask was posted as (see :attr:`messages` for all of them)."""
+    follow_ups: FollowUps | None = None
+    reminded: int = 0
+    """Reminders posted so far (``follow_ups.remind_after``)."""
+    escalations: tuple[MessageRef, ...] = ()
+    """Where the ask was posted again when it escalated (``follow_ups.escalate_to``)."""
     answers: tuple[Answer, ...] | None = None
     answered_by: Responder | None = None
     answered_at: float | None = None
     closed_at: float | None = None
     submissions: tuple[Submission, ...] = ()
     """With ``required`` >= 2: each person's current submission, oldest first."""
+
+    @property
+    def messages(self) -> tuple[MessageRef, ...]:
+        """Every message the ask was posted as: the first, then each escalation's. Each shows the
+        same question set, each answers it, and each shows the final state once it ends."""
+        first = () if self.message is None else (self.message,)
+        return (*first, *self.escalations)
 
     def may_answer(self, who: Responder) -> bool:
         if not self.answerers:

@@ -272,6 +272,77 @@ local function tidy()
   return '1'
 end
 
+-- Reminders and escalation (bridge.followups; the same rules as bridge.store.memory): the
+-- follow-ups fixed at creation are in the body; 'reminded' counts the reminders posted,
+-- 'reminded_at' is when the last was, 'escalated' is '1' once the escalation was posted (or
+-- given up). The escalation is due escalate_after seconds after creation; reminder n+1
+-- remind_after seconds after reminder n (the first after creation), up to remind_times.
+local function follow_ups()
+  local body = cjson.decode(redis.call('HGET', rec, 'body'))
+  local fu = body.follow_ups
+  if type(fu) ~= 'table' then
+    return nil, 0
+  end
+  return fu, tonumber(body.created_at)
+end
+
+-- The next step not yet done and when it is due: 'escalate' or 'remind:<n>', or nil;
+-- reminders left out when the ask is not posted yet (nothing to reply to).
+local function next_step(unposted)
+  local fu, created = follow_ups()
+  if fu == nil then
+    return nil, nil
+  end
+  local best, best_at = nil, nil
+  if type(fu.escalate_after) == 'number' and redis.call('HGET', rec, 'escalated') ~= '1' then
+    best, best_at = 'escalate', created + fu.escalate_after
+  end
+  local reminded = tonumber(redis.call('HGET', rec, 'reminded') or '0')
+  if type(fu.remind_after) == 'number' and reminded < fu.remind_times and not unposted then
+    local since = tonumber(redis.call('HGET', rec, 'reminded_at') or created)
+    local at = since + fu.remind_after
+    if best_at == nil or at < best_at then
+      best, best_at = 'remind:' .. (reminded + 1), at
+    end
+  end
+  return best, best_at
+end
+
+local function next_step_at()
+  local _, at = next_step(false)
+  return at
+end
+
+-- Whether the step was done already (posted, or given up).
+local function step_finished(step)
+  if step == 'escalate' then
+    return redis.call('HGET', rec, 'escalated') == '1'
+  end
+  return tonumber(redis.call('HGET', rec, 'reminded') or '0') >= tonumber(string.sub(step, 8))
+end
+
+-- Mark the step done, with its event ('reminded' {"n": ...} or 'escalated' {"to": ...}) and,
+-- for an escalation that was posted, its message among the ask's escalations.
+local function step_done(step, message, detail)
+  if step == 'escalate' then
+    redis.call('HSET', rec, 'escalated', '1')
+    if message ~= '' then
+      local list = redis.call('HGET', rec, 'escalations')
+      if list and list ~= '[]' then
+        list = string.sub(list, 1, -2) .. ',' .. message .. ']'
+      else
+        list = '[' .. message .. ']'
+      end
+      redis.call('HSET', rec, 'escalations', list)
+    end
+    event('escalated', 'null', detail)
+  else
+    redis.call('HSET', rec, 'reminded', string.sub(step, 8), 'reminded_at', now)
+    event('reminded', 'null', detail)
+  end
+  redis.call('HDEL', rec, 'timer_step', 'timer_at', 'timer_by', 'timer_tries')
+end
+
 -- A 6th key is the due index (never on Cluster, where it lives in another slot and the caller
 -- writes it itself, before the script): then the last three ARGV are the ask's score there, how
 -- to set it ('nx', 'xx' or '') and the index's TTL in seconds -- written first, as the caller
@@ -475,5 +546,74 @@ elseif op == 'rendered' then
     event('rendered', 'null', '{}')
   end
   return {'ok', tidy()}
+elseif op == 'timer' then
+  -- a sweeper claims the ask's next due reminder or escalation (bridge.followups):
+  -- 7 seconds after which a claim nobody marked done may be claimed again, 8 claim token,
+  -- 9 claims of one step after which it is given up.
+  -- Replies: {'ended'} or {'done'} (nothing left: drop it from the timers index), {'later', t}
+  -- (visit again at t), {'claimed', step, record} (post it, then 'timer_done').
+  if status ~= 'pending' then
+    return {'ended'}
+  end
+  local exp = tonumber(redis.call('HGET', rec, 'exp'))
+  if exp <= tonumber(now) then
+    return {'ended'} -- the due index's sweep expires it
+  end
+  local unposted = not redis.call('HGET', rec, 'message')
+  local step, at = next_step(unposted)
+  if step ~= nil and at >= exp then
+    step = nil
+  end
+  if unposted and next_step(false) ~= nil then
+    -- reminders wait for the post (its process may yet record it): look again in a while
+    local again = tonumber(now) + tonumber(ARGV[7])
+    if step == nil or at > again then
+      step, at = nil, again
+    end
+  end
+  if step == nil then
+    return at and {'later', tostring(at)} or {'done'}
+  elseif at > tonumber(now) then
+    return {'later', tostring(at)}
+  end
+  if redis.call('HGET', rec, 'timer_step') == step then
+    if redis.call('HGET', rec, 'timer_by') == ARGV[8] then
+      return {'claimed', step, record()} -- this claim re-sent
+    end
+    local last = tonumber(redis.call('HGET', rec, 'timer_at'))
+    if tonumber(now) - last < tonumber(ARGV[7]) then
+      return {'later', tostring(last + tonumber(ARGV[7]))} -- claimed: its poster is at work
+    end
+    if tonumber(redis.call('HGET', rec, 'timer_tries')) >= tonumber(ARGV[9]) then
+      -- every claim died or failed to post: give the step up, so the next one can come
+      local gave_up = '{"gave_up":true}'
+      if step ~= 'escalate' then
+        gave_up = '{"n":' .. string.sub(step, 8) .. ',"gave_up":true}'
+      end
+      step_done(step, '', gave_up)
+      local after = next_step_at()
+      return {'later', tostring(after or tonumber(now))}
+    end
+    redis.call('HINCRBY', rec, 'timer_tries', 1)
+  else
+    redis.call('HSET', rec, 'timer_tries', 1)
+  end
+  redis.call('HSET', rec, 'timer_step', step, 'timer_at', now, 'timer_by', ARGV[8])
+  return {'claimed', step, record()}
+elseif op == 'timer_done' then
+  -- the claimed step was posted: 7 step, 8 the escalation's message JSON ('' for a reminder),
+  -- 9 event detail. Also for an ask that ended meanwhile: the escalation's message is recorded,
+  -- and its final state is due to be shown again (on every message).
+  -- Reply: {'ok', next due time or '', record}
+  local was_done = step_finished(ARGV[7])
+  if not was_done then
+    step_done(ARGV[7], ARGV[8], ARGV[9])
+    if status ~= 'pending' and ARGV[8] ~= '' then
+      redis.call('HDEL', rec, 'rendered')
+      redis.call('HSET', rec, 'render_tries', 0)
+    end
+  end
+  local after = status == 'pending' and next_step_at() or nil
+  return {'ok', after and tostring(after) or '', record()}
 end
 return redis.error_reply('ask.lua: unknown op ' .. tostring(op))

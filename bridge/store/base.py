@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +32,13 @@ the sweeper re-renders a final state nobody showed no sooner than this after the
 RENDER_TRIES = 5
 """Claims to show a final state after which the sweeper gives up on a message that cannot be
 updated (deleted, channel archived): it would otherwise retry it every interval until retention."""
+DEFAULT_TIMER_RETRY = 60.0
+"""Seconds after which a reminder or escalation a sweeper claimed but never marked done (its
+process died, or posting failed) may be claimed again (:meth:`Store.claim_timers`). Longer than
+any post takes, so a slow post is not doubled by another replica."""
+TIMER_TRIES = 5
+"""Claims of one reminder or escalation after which it is given up (logged with ``gave_up``), so
+a destination that refuses every post does not hold back the next step."""
 DEFAULT_NOISE_CAP = 500
 """Noise events (:data:`NOISE_KINDS`) an ask's audit trail keeps; older ones are counted only."""
 NOISE_KINDS = frozenset({"refused", "late", "opened"})
@@ -44,6 +51,7 @@ NOISE_DROPPED = "noise_dropped"
 CREATION_FIELDS = frozenset(
     {
         *("id", "questions", "destination", "context", "answerers", "required"),
+        "follow_ups",
         *("created_at", "expires_at", "deferred"),
     }
 )
@@ -147,11 +155,52 @@ class HistoryEvent(BaseModel):
     kind: str
     """What happened. The stores record created, posted, deferred, refused, late, submitted
     (one of several people's submissions, recorded before they agree), answered,
-    expired, cancelled, handed_to_feed and rendered (and :data:`NOISE_DROPPED` in
+    expired, cancelled, handed_to_feed, rendered, reminded (``{"n": ...}``) and escalated
+    (``{"to": <destination>, "message": <message>}``; both with ``"gave_up": true`` instead when
+    every try failed) (and :data:`NOISE_DROPPED` in
     :meth:`Store.history`); callers add their own through :meth:`Store.record_event` (the chat
     handler post_failed, the Slack app opened)."""
     user_id: str | None = None
     detail: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TimerClaim:
+    """A reminder or escalation claimed by :meth:`Store.claim_timers`: post it, then
+    :meth:`Store.timer_done`. Nobody else posts it unless this claim is not marked done within
+    the store's timer-retry interval."""
+
+    ask_id: str
+    kind: Literal["remind", "escalate"]
+    n: int
+    """Which reminder, from 1 (1 for the escalation)."""
+    record: AskRecord
+    """The ask as it stood when claimed (pending)."""
+
+    @property
+    def step(self) -> str:
+        """The step's name in the store: ``escalate`` or ``remind:<n>``."""
+        return "escalate" if self.kind == "escalate" else f"remind:{self.n}"
+
+
+def parse_step(ask_id: str, step: str, record: AskRecord) -> TimerClaim:
+    """The :class:`TimerClaim` for a store's step name (see :attr:`TimerClaim.step`)."""
+    if step == "escalate":
+        return TimerClaim(ask_id, "escalate", 1, record)
+    return TimerClaim(ask_id, "remind", int(step.removeprefix("remind:")), record)
+
+
+def timer_detail(claim: TimerClaim, message: MessageRef | None) -> dict[str, Any]:
+    """The audit-trail detail of a step done: ``reminded`` names its number, ``escalated``
+    where it went."""
+    if claim.kind == "remind":
+        return {"n": claim.n}
+    follow = claim.record.follow_ups
+    to = follow.escalate_to if follow is not None else None
+    return {
+        "to": to.model_dump(mode="json") if to is not None else None,
+        "message": message.model_dump(mode="json") if message is not None else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -446,8 +495,29 @@ class Store(ABC):
 
     @abstractmethod
     async def mark_rendered(self, ask_id: str) -> None:
-        """The final state is shown on the message (logs ``rendered`` the first time): the
-        sweeper stops trying to show it. Safe to retry."""
+        """The final state is shown on every message of the ask (logs ``rendered`` the first
+        time): the sweeper stops trying to show it. Safe to retry."""
+
+    @abstractmethod
+    async def claim_timers(self, now: float | None = None) -> list[TimerClaim]:
+        """Claim every reminder and escalation due at ``now`` (default: the clock) among pending
+        asks with follow-ups (:class:`~bridge.record.FollowUps`; :mod:`bridge.followups` says
+        when each is due), at most one step per ask, atomically across replicas: a step is
+        claimed only while its ask is pending and the step not done, and not again until the
+        timer-retry interval has passed without :meth:`timer_done` (the claimant died, or its
+        post failed) -- after :data:`TIMER_TRIES` claims the step is given up. Asks that ended,
+        expired or have nothing left to do leave the index here."""
+
+    @abstractmethod
+    async def timer_done(
+        self, claim: TimerClaim, message: MessageRef | None = None
+    ) -> AskRecord | None:
+        """The claimed step was posted: log ``reminded`` or ``escalated`` (once; safe to retry),
+        record an escalation's ``message`` among the ask's :attr:`~AskRecord.escalations`, and
+        schedule the next step. Also when the ask ended meanwhile: the escalation's message is
+        then recorded and its final state is due to be shown again (through
+        :meth:`claim_render`, by the caller or a sweep). The record after it; ``None`` if the
+        ask is unknown."""
 
     @property
     def lost_data(self) -> bool:

@@ -28,6 +28,13 @@ keys):
                      hand-off is settled (``none``, ``sent``, ``confirmed``) AND its final state
                      is shown (``rendered``, or no message, or ``RENDER_TRIES`` claims spent),
                      scored by when to check it again. TTL refreshed on every write.
+``<prefix>:timers``  sorted set: every pending ask with reminders or an escalation still to come
+                     (``AskRecord.follow_ups``), scored by when its next one is due, or when a
+                     claim of it that nobody marked done may be claimed again. Added (before the
+                     create script) when such an ask is created; each sweep claims what is due
+                     through ``ask.lua`` (op ``timer``, at most one step per ask at a time) and
+                     rescores or drops it; an ask that ends is dropped (by whoever ended it,
+                     else by its next visit). TTL refreshed on every write.
 ``<prefix>:feed``    stream: answers (and ends) of deferred asks, one entry ``{"ask": <id>}`` each,
                      read through a consumer group; trimmed by age (retention). TTL refreshed.
 ``<prefix>:epoch``   string: a random value set once (SET NX) by the first process to use the
@@ -52,6 +59,13 @@ moved to ``feed`` by the sweeper, so an answer is never lost when the waiting pr
 A cancelled waiting call releases its ask: ``waiter``, ``taken`` or ``confirmed`` (its take ran but
 the call was cancelled before it returned, so it returned nothing) -> ``feed``. Only that call
 releases, so an answer a call returned is never also fed.
+
+Reminders and escalation (``timer`` and ``timer_done`` in ``ask.lua``): a step is claimed only
+while the ask is pending and the step is not done (``reminded``, ``escalated``); the claim
+(``timer_step``/``timer_at``/``timer_by``/``timer_tries``) keeps other sweepers off it for the
+timer-retry interval, after which a claim never marked done (its process died, or the post
+failed) is claimed again -- up to ``TIMER_TRIES`` claims, then the step is given up. So each step
+is posted once, or twice only if a process dies between posting and ``timer_done``.
 
 Showing the final state: ``claim_render`` records ``render_at`` (and counts ``render_tries``) when
 nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
@@ -116,7 +130,8 @@ class Fields:
     RENDER_TRIES = "render_tries"
     """How many claims to show the final state were made."""
     RENDERED = "rendered"
-    """``"1"`` once the final state was shown on the message."""
+    """``"1"`` once the final state was shown on every message of the ask (reset when an
+    escalation's message is recorded after the ask ended: that one is still to be shown)."""
     REQUIRED = "req"
     """How many people must agree (``required``), set at creation only when more than one: a
     one-person ask has no such field and its submissions read nothing more."""
@@ -131,6 +146,21 @@ class Fields:
     SUBMISSION_ATTEMPT = "suba:"
     """``suba:<user id>``: the token of the attempt that recorded it, so its retry is that
     attempt (``RECORDED`` again, not ``REPEATED``)."""
+    REMINDED = "reminded"
+    """How many reminders were posted (or given up); absent: none."""
+    REMINDED_AT = "reminded_at"
+    """When the last reminder was posted: the next is due ``remind_after`` seconds later."""
+    ESCALATED = "escalated"
+    """``"1"`` once the escalation was posted (or given up)."""
+    ESCALATIONS = "escalations"
+    """JSON list of the messages the ask was posted as when it escalated (absent: none)."""
+    TIMER_STEP = "timer_step"
+    """The reminder or escalation a sweeper claimed and has not marked done: ``escalate`` or
+    ``remind:<n>``; with ``timer_at`` (when), ``timer_by`` (the claim's token, so its re-sent
+    claim is recognised) and ``timer_tries`` (claims of that step so far)."""
+    TIMER_AT = "timer_at"
+    TIMER_BY = "timer_by"
+    TIMER_TRIES = "timer_tries"
 
 
 @dataclass(frozen=True)
@@ -167,6 +197,10 @@ class Keys:
     @property
     def due(self) -> str:
         return f"{self.prefix}:due"
+
+    @property
+    def timers(self) -> str:
+        return f"{self.prefix}:timers"
 
     @property
     def feed(self) -> str:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge.followups import next_step
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder, Submission
 from bridge.store.base import (
@@ -24,19 +25,24 @@ from bridge.store.base import (
     DEFAULT_NOISE_CAP,
     DEFAULT_RENDER_INTERVAL,
     DEFAULT_RETENTION,
+    DEFAULT_TIMER_RETRY,
     NOISE_KINDS,
     RENDER_TRIES,
+    TIMER_TRIES,
     Delivery,
     DuplicateAsk,
     HistoryEvent,
     Store,
     SubmitOutcome,
     SubmitResult,
+    TimerClaim,
     check_close_status,
     check_event_kind,
     creation_text,
     dump_answers,
     merge_history,
+    parse_step,
+    timer_detail,
 )
 
 
@@ -65,6 +71,28 @@ class _Ask:
     submitted: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     """With ``required`` >= 2: per user id, their submission's key (canonical answers, ``T``
     first when typed: see ``subk:`` in ``keys.py``) and the attempt that recorded it."""
+    reminded_at: float | None = None
+    escalated: bool = False
+    timer_step: str | None = None
+    """The reminder or escalation claimed and not yet done (see ``timer`` in ask.lua)."""
+    timer_at: float = 0.0
+    timer_tries: int = 0
+
+    def next_step(self, *, unposted: bool = False) -> tuple[str, float] | None:
+        rec = self.record
+        return next_step(
+            rec.follow_ups,
+            rec.created_at,
+            reminded=rec.reminded,
+            reminded_at=self.reminded_at,
+            escalated=self.escalated,
+            unposted=unposted,
+        )
+
+    def step_finished(self, step: str) -> bool:
+        if step == "escalate":
+            return self.escalated
+        return self.record.reminded >= int(step.removeprefix("remind:"))
 
     def lease_live(self, now: float) -> bool:
         return self.waiting > 0 or self.held or now < self.lease_until
@@ -89,9 +117,11 @@ class MemoryStore(Store):
         claim_idle: float = 60.0,
         noise_cap: int = DEFAULT_NOISE_CAP,
         render_interval: float = DEFAULT_RENDER_INTERVAL,
+        timer_retry: float = DEFAULT_TIMER_RETRY,
     ) -> None:
         if noise_cap < 1:
             raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
+        self.timer_retry = timer_retry
         self.retention = retention
         self.lease_ttl = lease_ttl
         self.claim_idle = claim_idle
@@ -105,6 +135,7 @@ class MemoryStore(Store):
         self._fresh: list[str] = []  # entries not yet handed to any consumer
         self._pending: dict[str, tuple[str, float]] = {}  # entry -> (consumer, handed out at)
         self._feed_changed: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self._timers: dict[str, float] = {}  # pending ask with follow-ups -> when to visit it
 
     # -- internals (call with the lock held) ---------------------------------------------------
 
@@ -141,6 +172,7 @@ class MemoryStore(Store):
             update={"status": status, "deferred": rec.deferred or entry.handoff == "feed"}
         )
         entry.purge_at = now + self.retention
+        self._timers.pop(rec.id, None)
         if entry.handoff == "feed":
             self._enqueue(entry)
         self._wake(rec.id)
@@ -205,6 +237,9 @@ class MemoryStore(Store):
                 answerers=list(record.answerers),
             )
             self._asks[record.id] = entry
+            first = entry.next_step()
+            if first is not None:
+                self._timers[record.id] = first[1]
 
     async def get(self, ask_id: str) -> AskRecord | None:
         with self._lock:
@@ -458,6 +493,104 @@ class MemoryStore(Store):
                 if not entry.rendered:
                     entry.rendered = True
                     self._event(entry, "rendered", None, time.time())
+
+    async def claim_timers(self, now: float | None = None) -> list[TimerClaim]:
+        claims: list[TimerClaim] = []
+        with self._lock:
+            now = time.time() if now is None else now
+            for ask_id, due in list(self._timers.items()):
+                if due > now:
+                    continue
+                entry = self._live(ask_id, now)
+                if entry is None or entry.record.status is not AskStatus.PENDING:
+                    del self._timers[ask_id]
+                    continue
+                later, claim = self._claim_step(entry, now)
+                if later is None:
+                    del self._timers[ask_id]
+                else:
+                    self._timers[ask_id] = later
+                if claim is not None:
+                    claims.append(claim)
+        return claims
+
+    def _claim_step(self, entry: _Ask, now: float) -> tuple[float | None, TimerClaim | None]:
+        """When to visit the ask again (``None``: never), and the step claimed now, if any
+        (see ``timer`` in ask.lua)."""
+        rec = entry.record
+        if rec.expires_at <= now:
+            return None, None  # the sweep expires it
+        unposted = rec.message is None
+        found = entry.next_step(unposted=unposted)
+        if found is not None and found[1] >= rec.expires_at:
+            found = None
+        if unposted and entry.next_step() is not None:
+            again = now + self.timer_retry  # reminders wait for the post: look again then
+            if found is None or found[1] > again:
+                return again, None
+        if found is None:
+            return None, None
+        step, at = found
+        if at > now:
+            return at, None
+        if entry.timer_step == step:
+            if now - entry.timer_at < self.timer_retry:
+                return entry.timer_at + self.timer_retry, None
+            if entry.timer_tries >= TIMER_TRIES:
+                gave_up = parse_step(rec.id, step, rec)
+                detail: dict[str, Any] = {"gave_up": True}
+                if gave_up.kind == "remind":
+                    detail = {"n": gave_up.n, **detail}
+                self._step_done(entry, gave_up, None, now, detail)
+                after = entry.next_step()
+                return (now if after is None else after[1]), None
+            entry.timer_tries += 1
+        else:
+            entry.timer_step, entry.timer_tries = step, 1
+        entry.timer_at = now
+        return now + self.timer_retry, parse_step(rec.id, step, rec)
+
+    def _step_done(
+        self,
+        entry: _Ask,
+        claim: TimerClaim,
+        message: MessageRef | None,
+        now: float,
+        detail: dict[str, Any],
+    ) -> None:
+        if claim.kind == "escalate":
+            entry.escalated = True
+            if message is not None:
+                escalations = (*entry.record.escalations, message)
+                entry.record = entry.record.model_copy(update={"escalations": escalations})
+            self._event(entry, "escalated", None, now, **detail)
+        else:
+            entry.record = entry.record.model_copy(update={"reminded": claim.n})
+            entry.reminded_at = now
+            self._event(entry, "reminded", None, now, **detail)
+        entry.timer_step = None
+        entry.timer_tries = 0
+
+    async def timer_done(
+        self, claim: TimerClaim, message: MessageRef | None = None
+    ) -> AskRecord | None:
+        with self._lock:
+            now = time.time()
+            entry = self._live(claim.ask_id, now)
+            if entry is None:
+                return None
+            if not entry.step_finished(claim.step):
+                self._step_done(entry, claim, message, now, timer_detail(claim, message))
+                if entry.record.status is not AskStatus.PENDING and message is not None:
+                    entry.rendered = False  # the new message is still to be shown as ended
+                    entry.render_tries = 0
+            if entry.record.status is AskStatus.PENDING:
+                after = entry.next_step()
+                if after is None:
+                    self._timers.pop(claim.ask_id, None)
+                else:
+                    self._timers[claim.ask_id] = after[1]
+            return entry.record
 
     # -- the feed ------------------------------------------------------------------------------
 

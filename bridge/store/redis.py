@@ -63,6 +63,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bridge.aio import stop
+from bridge.followups import next_step
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.store import redis_codec as codec
@@ -71,7 +72,9 @@ from bridge.store.base import (
     DEFAULT_NOISE_CAP,
     DEFAULT_RENDER_INTERVAL,
     DEFAULT_RETENTION,
+    DEFAULT_TIMER_RETRY,
     RENDER_TRIES,
+    TIMER_TRIES,
     Delivery,
     DuplicateAsk,
     HistoryEvent,
@@ -80,6 +83,7 @@ from bridge.store.base import (
     StoreUnavailable,
     SubmitOutcome,
     SubmitResult,
+    TimerClaim,
     check_close_status,
     check_event_kind,
     creation_text,
@@ -87,6 +91,8 @@ from bridge.store.base import (
     merge_history,
     page_cursor,
     parse_cursor,
+    parse_step,
+    timer_detail,
 )
 from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys
 from bridge.store.redis_connect import (
@@ -175,6 +181,7 @@ class RedisStore(Store):
         claim_idle: float = 60.0,
         noise_cap: int = DEFAULT_NOISE_CAP,
         render_interval: float = DEFAULT_RENDER_INTERVAL,
+        timer_retry: float = DEFAULT_TIMER_RETRY,
     ) -> None:
         if noise_cap < 1:
             raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
@@ -187,6 +194,7 @@ class RedisStore(Store):
         self.claim_idle = claim_idle
         self._noise_cap = noise_cap
         self.render_interval = render_interval
+        self.timer_retry = timer_retry
         self._epoch: str | None = None
         self._lost_data = False
         self._script = client.register_script(_SCRIPT)
@@ -373,9 +381,17 @@ class RedisStore(Store):
             await self._r.zrem(self.keys.due, ask_id)
         return settled
 
+    async def _untime(self, record: AskRecord) -> None:
+        """An ask with follow-ups ended: nothing is due for it any more (a sweep that visits it
+        first drops it as well)."""
+        if record.follow_ups is not None:
+            await self._r.zrem(self.keys.timers, record.id)
+
     async def _ended(self, ask_id: str, raw: dict[str, str]) -> None:
         """An ask just left ``pending`` without an answer (closed or expired): feed it if it was
-        deferred; drop it from ``due`` if nothing is left to do (its final state is shown)."""
+        deferred; drop it from ``due`` if nothing is left to do (its final state is shown), and
+        from ``timers``."""
+        await self._untime(codec.record(raw))
         if raw.get(Fields.HANDOFF) == "feed":
             await self._to_feed(ask_id)
         else:
@@ -408,6 +424,11 @@ class RedisStore(Store):
             ),
             record.created_at,
         )
+        first = next_step(
+            record.follow_ups, record.created_at, reminded=0, reminded_at=None, escalated=False
+        )
+        if first is not None:  # indexed first, like ``due``: never pending yet never reminded
+            await self._time({record.id: first[1]})
         # indexed first (same pipeline, in order): an ask is never pending yet unswept
         reply = await self._index_and_run(record.id, record.expires_at, argv)
         if reply[0] == "exists":
@@ -491,11 +512,14 @@ class RedisStore(Store):
         if reply[0] == "missing":
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
         raw = codec.pairs(reply[1])
+        record = codec.record(raw)
+        if reply[0] == "accepted":
+            await self._untime(record)
         if reply[0] == "accepted" and raw.get(Fields.HANDOFF) == "feed":
             await self._to_feed(ask_id)
         elif reply[0] == "expired":
             await self._ended(ask_id, raw)
-        return SubmitResult(_OUTCOMES[reply[0]], codec.record(raw))
+        return SubmitResult(_OUTCOMES[reply[0]], record)
 
     @_guarded("pick")
     async def pick(
@@ -669,6 +693,8 @@ class RedisStore(Store):
                 raw = codec.pairs(reply[1])
                 if verdict in ("expired", "show"):
                     shown.append(codec.record(raw))
+                if verdict == "expired":
+                    await self._untime(shown[-1])
                 settled = _settled(raw)
                 if raw.get(Fields.HANDOFF) == "feed":
                     settled = await self._to_feed(ask_id)
@@ -708,6 +734,60 @@ class RedisStore(Store):
         reply = await self._run("rendered", ask_id)
         if reply[0] == "ok" and reply[1] == "1":
             await self._r.zrem(self.keys.due, ask_id)
+
+    async def _time(self, mapping: dict[str, float]) -> None:
+        async with self._r.pipeline(transaction=False) as pipe:
+            pipe.zadd(self.keys.timers, mapping)
+            pipe.expire(self.keys.timers, _INDEX_TTL + int(self.retention))
+            await pipe.execute()
+
+    @_guarded("claim_timers")
+    async def claim_timers(self, now: float | None = None) -> list[TimerClaim]:
+        await self._init()
+        now = time.time() if now is None else now
+        ids = await self._r.zrangebyscore(
+            self.keys.timers, "-inf", now, start=0, num=PIPELINE_CHUNK
+        )
+        # a token per round: a re-sent claim is granted again (one claim per ask per round)
+        args = (self.timer_retry, secrets.token_hex(8), TIMER_TRIES)
+        replies = await self._run_many("timer", ids, args, now=now)
+        claims: list[TimerClaim] = []
+        later: dict[str, float] = {}
+        drop: list[str] = []
+        for ask_id, reply in zip(ids, replies, strict=True):
+            if reply[0] == "later":
+                later[ask_id] = float(reply[1])
+            elif reply[0] == "claimed":
+                record = codec.record(codec.pairs(reply[2]))
+                claims.append(parse_step(ask_id, str(reply[1]), record))
+                later[ask_id] = now + self.timer_retry  # claimed again then, unless done
+            else:  # ended, done, missing
+                drop.append(ask_id)
+        if drop:
+            await self._r.zrem(self.keys.timers, *drop)
+        if later:
+            await self._time(later)
+        return claims
+
+    @_guarded("timer_done")
+    async def timer_done(
+        self, claim: TimerClaim, message: MessageRef | None = None
+    ) -> AskRecord | None:
+        await self._init()
+        detail = json.dumps(timer_detail(claim, message))
+        posted = message.model_dump_json() if message is not None else ""
+        reply = await self._run("timer_done", claim.ask_id, claim.step, posted, detail)
+        if reply[0] != "ok":
+            return None
+        record = codec.record(codec.pairs(reply[2]))
+        if record.status is AskStatus.PENDING:
+            if reply[1]:
+                await self._time({claim.ask_id: float(reply[1])})
+            else:
+                await self._r.zrem(self.keys.timers, claim.ask_id)
+        elif message is not None:  # ended meanwhile: the sweeper shows it on this message too
+            await self._index({claim.ask_id: time.time()})
+        return record
 
     @_guarded("wait")
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109

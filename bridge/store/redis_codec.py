@@ -32,6 +32,10 @@ def record(raw: dict[str, str]) -> AskRecord:
     parts += [',"deferred":', "true" if raw.get(Fields.DEFERRED) == "1" else "false"]
     if raw.get(Fields.MESSAGE):
         parts += [',"message":', raw[Fields.MESSAGE]]
+    if raw.get(Fields.REMINDED):
+        parts += [',"reminded":', str(int(raw[Fields.REMINDED]))]
+    if raw.get(Fields.ESCALATIONS):
+        parts += [',"escalations":', raw[Fields.ESCALATIONS]]
     if raw.get(Fields.ANSWERS):
         parts += [',"answers":', raw[Fields.ANSWERS], ',"answered_by":', raw[Fields.BY]]
         parts += [',"answered_at":', _number(raw[Fields.AT])]

@@ -1,0 +1,95 @@
+"""Reminders and escalation: when each is due, and where an escalation goes.
+
+An ask created with :class:`~bridge.record.FollowUps` gets, while it is pending,
+
+* reminders: a reply in its message's thread mentioning who may answer (or the channel's people
+  when anyone may), the first ``remind_after`` seconds after it was created, each next one
+  ``remind_after`` seconds after the previous one was posted (so a sweeper that was down does not
+  fire a burst), at most ``remind_times``;
+* an escalation: ``escalate_after`` seconds after it was created, the same ask posted to
+  ``escalate_to`` (another channel, a person's DM, possibly on another platform). Either message
+  answers it, and both show the final state once it ends. Who may answer does not change.
+
+The shared sweeper fires them (:class:`bridge.sweeper.Sweeper`) from the store's due-time index
+(:meth:`bridge.store.base.Store.claim_timers`), each exactly once across replicas. Nothing is due
+at or after the ask's expiry. ``ask.lua`` spells the same rule (``next_step``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from bridge.record import Destination, FollowUps
+
+_PLATFORM = re.compile(r"^([a-z][a-z0-9_-]{0,31}):(.+)$")
+USER_PREFIX = "user:"
+
+
+def next_step(
+    follow: FollowUps | None,
+    created_at: float,
+    *,
+    reminded: int,
+    reminded_at: float | None,
+    escalated: bool,
+    unposted: bool = False,
+) -> tuple[str, float] | None:
+    """The next step not yet done and when it is due: ``("escalate", t)`` or
+    ``("remind:<n>", t)``; ``None`` when nothing is left. The earlier one wins (the escalation
+    on a tie). ``unposted``: leave reminders out (there is no message to reply to yet)."""
+    if follow is None:
+        return None
+    best: tuple[str, float] | None = None
+    if follow.escalate_after is not None and not escalated:
+        best = ("escalate", created_at + follow.escalate_after)
+    if follow.remind_after is not None and reminded < follow.remind_times and not unposted:
+        at = (created_at if reminded_at is None else reminded_at) + follow.remind_after
+        if best is None or at < best[1]:
+            best = (f"remind:{reminded + 1}", at)
+    return best
+
+
+def parse_destination(text: str, platform: str) -> Destination:
+    """Where ``--escalate-to`` points: ``[PLATFORM:]ID`` or ``[PLATFORM:]user:ID``.
+
+    ``ID`` is a channel (Slack: ``C…``; a Slack user id ``U…`` posts to the app's DM with that
+    person, as a channel would); ``user:ID`` is a person's DM on any platform (Discord needs it:
+    its user and channel ids look alike). ``PLATFORM`` defaults to the ask's own ``platform``.
+    ``ValueError`` with a clear message for anything else."""
+    rest = text.strip()
+    where = platform
+    found = _PLATFORM.match(rest)
+    if found and found.group(1) + ":" != USER_PREFIX:
+        where, rest = found.group(1), found.group(2)
+    user = rest.startswith(USER_PREFIX)
+    ident = rest.removeprefix(USER_PREFIX) if user else rest
+    if not ident or not ident.isascii() or not ident.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(
+            f"escalate to {text[:60]!r}: give a channel id or user:ID, optionally after a "
+            "platform and a colon (e.g. C0MANAGERS, slack:user:U0BOSS, discord:123456)"
+        )
+    if user:
+        return Destination(platform=where, user=ident)
+    return Destination(platform=where, channel=ident)
+
+
+def follow_ups(
+    *,
+    platform: str,
+    remind_after: float | None = None,
+    remind_times: int = 3,
+    escalate_after: float | None = None,
+    escalate_to: Destination | str | None = None,
+) -> FollowUps | None:
+    """The :class:`FollowUps` of an ask on ``platform`` (``None`` when there are none), the
+    escalation's destination parsed (:func:`parse_destination`) if given as text."""
+    if remind_after is None and escalate_after is None and escalate_to is None:
+        return None
+    if isinstance(escalate_to, str):
+        escalate_to = parse_destination(escalate_to, platform)
+    return FollowUps(
+        remind_after=remind_after,
+        remind_times=remind_times,
+        escalate_after=escalate_after,
+        escalate_to=escalate_to,
+    )
