@@ -27,6 +27,10 @@ Rules that live here so every platform follows them:
 * **Verdict before acknowledgement**: :meth:`Answering.in_time` judges a click within a budget
   well under the platforms' 3 seconds, so the answer is stored before the platform's ack goes out;
   only a slow store falls back to ack-then-judge, and then the person is told the outcome later.
+* **Several people** (``required`` K >= 2): a submission that is recorded but does not yet make
+  K agree is ``RECORDED``; the person is told privately what was recorded and how many more
+  agreeing people are needed, and the pending message is re-rendered to list the submissions
+  (:meth:`Answering.show_progress`). A one-person ask never takes that path: no extra work.
 * **Background work** after the ack (re-render, explanations) is tracked and drained on shutdown.
 """
 
@@ -102,6 +106,7 @@ class Outcome(StrEnum):
 
     ACCEPTED = "accepted"
     REPEATED = "repeated"
+    RECORDED = "recorded"
     ALREADY_ANSWERED = "already_answered"
     CLOSED = "closed"
     NOT_ALLOWED = "not_allowed"
@@ -121,6 +126,8 @@ class Verdict:
     """The ask has ended: the message must show its final state (see :meth:`Answering.settle`)."""
     problems: Mapping[int, Problem] = field(default_factory=dict)
     """``INVALID`` forms: what is wrong with each question, by index."""
+    progress: bool = False
+    """A pending ask's submissions changed (``RECORDED``): the message must list them."""
 
     @property
     def stands(self) -> bool:
@@ -175,7 +182,7 @@ class Answering:
                 result = await self._guard(store.pick(ask_id, responder, question, option))
             if result.outcome is SubmitOutcome.INVALID and result.record is not None:
                 return self._invalid(result.record, replies.BAD_CONTROL)
-            return self._verdict(Outcome(result.outcome.value), result.record)
+            return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
         except Unavailable:
             return self._verdict(Outcome.UNAVAILABLE, None)
 
@@ -225,20 +232,35 @@ class Answering:
     async def _submit(self, record: AskRecord, who: Caller, answers: list[Answer]) -> Verdict:
         responder = await self._responder(record, who)
         result = await self._guard(self.store.submit(record.id, responder, answers))
-        return self._verdict(Outcome(result.outcome.value), result.record)
+        return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
 
-    def _verdict(self, outcome: Outcome, record: AskRecord | None) -> Verdict:
+    def _verdict(
+        self, outcome: Outcome, record: AskRecord | None, user_id: str | None = None
+    ) -> Verdict:
         rerender = record is not None and record.status is not AskStatus.PENDING
-        return Verdict(outcome, record, self._explain(outcome, record), rerender)
+        progress = outcome is Outcome.RECORDED and not rerender
+        explain = self._explain(outcome, record, user_id)
+        return Verdict(outcome, record, explain, rerender, progress=progress)
 
     def _invalid(self, record: AskRecord, text: str) -> Verdict:
         ended = record.status is not AskStatus.PENDING
         return Verdict(Outcome.INVALID, record, self.replies.ended(record) or text, ended)
 
-    def _explain(self, outcome: Outcome, record: AskRecord | None) -> str | None:
+    def _explain(
+        self, outcome: Outcome, record: AskRecord | None, user_id: str | None = None
+    ) -> str | None:
         if outcome in (Outcome.ACCEPTED, Outcome.OPEN):
             return None
-        if outcome is Outcome.REPEATED:
+        waiting = (
+            record is not None
+            and user_id is not None
+            and record.status is AskStatus.PENDING
+            and outcome in (Outcome.RECORDED, Outcome.REPEATED)
+        )
+        if waiting:
+            assert record is not None and user_id is not None
+            return self.replies.recorded(record, user_id, again=outcome is Outcome.REPEATED)
+        if outcome in (Outcome.REPEATED, Outcome.RECORDED):
             return replies.RECORDED
         if outcome is Outcome.UNAVAILABLE:
             return replies.TRY_AGAIN
@@ -309,9 +331,34 @@ class Answering:
         self.settle(verdict)
 
     def settle(self, verdict: Verdict) -> None:
-        """Re-render the message in the background if the verdict found the ask ended."""
+        """Re-render the message in the background if the verdict found the ask ended, or
+        recorded one of several people's submissions (the pending message lists them)."""
         if verdict.rerender and verdict.record is not None:
             self.spawn(self.rerender(verdict.record))
+        elif verdict.progress and verdict.record is not None:
+            self.spawn(self.show_progress(verdict.record.id))
+
+    async def show_progress(self, ask_id: str) -> None:
+        """Show a pending ask's current submissions on its message (failures logged).
+
+        Read fresh, so two replicas' updates show the latest state whichever lands last. An
+        update of the pending state racing the ask's end could overwrite its final state; so
+        once this update is done the record is read again, and if the ask has ended meanwhile
+        its final state is put back (an end seen after this update was done is always shown
+        after it)."""
+        try:
+            current = await self.store.get(ask_id)
+            if current is None or current.message is None:
+                return
+            if current.status is not AskStatus.PENDING:
+                await self.rerender(current)
+                return
+            await self.poster.update(current)
+            after = await self.store.get(ask_id)
+            if after is not None and after.message and after.status is not AskStatus.PENDING:
+                await self.poster.update(after)
+        except Exception:
+            log.warning("could not show the submissions of ask %s", ask_id, exc_info=True)
 
     async def rerender(self, record: AskRecord) -> None:
         """Show ``record``'s final state on its message, at most once per render interval across

@@ -1,7 +1,8 @@
 """The chat handler: an ``ask_user`` callback that asks people in a chat and waits (or defers).
 
 ``ChatHandler(poster, store, destination, policy)`` is an async callable with the callback
-signature ``(questions, context) -> tuple[Answer, ...] | AskUserDeferred``; pass it to
+signature ``(questions, context) -> AskUserAnswered | AskUserDeferred`` (the answers with who gave
+them; see :class:`AskPolicy` for asks several people must agree on); pass it to
 ``tools_interactive(callback=...)`` or ``set_ask_user_callback(...)``. Per call it creates a
 durable ask, posts it, then:
 
@@ -36,17 +37,26 @@ from pydantic import BaseModel, ConfigDict, Field
 from bridge import metrics
 from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed
-from bridge.models import Answer, Question, QuestionSet
+from bridge.models import Question, QuestionSet
 from bridge.poster import Poster
-from bridge.record import AskRecord, AskStatus, Destination, MessageRef
+from bridge.record import MAX_REQUIRED, AskRecord, AskStatus, Destination, MessageRef
 from bridge.rendering import show_final
+from bridge.result import AskUserAnswered
 from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
 
 
 class AskPolicy(BaseModel):
-    """How long to wait for people, how long the ask stays open, and who may answer."""
+    """How long to wait for people, how long the ask stays open, who may answer, and how many
+    of them must agree.
+
+    ``required`` (K, 1 to :data:`~bridge.record.MAX_REQUIRED`): the ask is answered when K
+    distinct authorised people have submitted the same answer -- the same options for every
+    question and no typed text anywhere; a typed answer is recorded and shown but never counts.
+    With K = 1 the first complete answer is taken, typed or not. ``tell_model_who``: the model's
+    result also names who answered (``answered_by``: user id, name, time); the host always
+    gets it (``ToolOutcome.answered``, the feed's record, ``ask-bridge show``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -55,6 +65,23 @@ class AskPolicy(BaseModel):
     on_timeout: Literal["defer", "error"] = "defer"
     mode: Literal["block", "defer"] = "block"
     answerers: tuple[str, ...] = ()
+    required: int = Field(
+        default=1, ge=1, le=MAX_REQUIRED, description="people who must agree on one answer"
+    )
+    tell_model_who: bool = False
+
+
+def check_required(policy: AskPolicy, poster: Poster) -> None:
+    """Refuse (``ValueError``, one clear line) a policy that could never be answered: it names
+    only individual people as answerers, fewer than it requires to agree."""
+    named = set(policy.answerers)
+    if policy.required > 1 and named and all(poster.individual(a) for a in named):
+        if len(named) < policy.required:
+            raise ValueError(
+                f"{policy.required} people must agree but only {len(named)} may answer "
+                f"({', '.join(sorted(named))}): name more answerers (or a group), or require "
+                "fewer"
+            )
 
 
 @dataclass
@@ -90,10 +117,11 @@ class ChatHandler:
         self.store = store
         self.destination = destination
         self.policy = policy or AskPolicy()
+        check_required(self.policy, poster)
 
     async def __call__(
         self, questions: Sequence[Question], context: Mapping[str, Any]
-    ) -> tuple[Answer, ...] | AskUserDeferred:
+    ) -> AskUserAnswered | AskUserDeferred:
         policy = self.policy
         now = time.time()
         record = AskRecord(
@@ -101,6 +129,8 @@ class ChatHandler:
             destination=self.destination,
             context=dict(context),
             answerers=policy.answerers,
+            required=policy.required,
+            tell_model_who=policy.tell_model_who,
             created_at=now,
             expires_at=now + policy.expires,
             deferred=policy.mode == "defer",
@@ -116,7 +146,7 @@ class ChatHandler:
             await self._cancelled(ask)
             raise
 
-    async def _post_and_wait(self, ask: _Asking) -> tuple[Answer, ...] | AskUserDeferred:
+    async def _post_and_wait(self, ask: _Asking) -> AskUserAnswered | AskUserDeferred:
         policy, record = self.policy, ask.record
         try:
             ask.message = await self.poster.post(record)
@@ -146,7 +176,13 @@ class ChatHandler:
             # it to the feed; should this process die first, the sweeper feeds it)
             await self.store.confirm(record.id)
             metrics.resumed(done)
-            return done.answers
+            return AskUserAnswered(
+                answers=done.answers,
+                who=tuple(done.who_answered()),
+                submissions=done.submissions,
+                tell_model=done.tell_model_who,
+                extra={"ask_id": done.id},
+            )
         if done.status is AskStatus.ANSWERED or done.deferred:
             return self._deferred(done, ask.message)
         what = "expired" if done.status is AskStatus.EXPIRED else "were cancelled"
@@ -228,6 +264,8 @@ class ChatHandler:
     def _deferred(self, record: AskRecord, message: MessageRef | None) -> AskUserDeferred:
         metrics.deferred(record)
         extra: dict[str, Any] = {"ask_id": record.id, "expires_at": record.expires_at}
+        if record.required > 1:  # the feed's record will hold every submission
+            extra["required"] = record.required
         if message is not None:
             extra["message"] = message.model_dump(mode="json")
         return AskUserDeferred(extra=extra)

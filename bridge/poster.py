@@ -1,8 +1,9 @@
 """The interface a chat platform implements to show asks to people.
 
 The engine calls :meth:`Poster.post` once per ask and :meth:`Poster.update` whenever the ask ends
-(answered, expired, cancelled) so the message shows the outcome and no live controls. Clicks come
-back the other way: the platform's interaction handler calls the store directly.
+(answered, expired, cancelled) so the message shows the outcome and no live controls -- and, for an
+ask that needs several people, whenever a submission is recorded, so the pending message lists
+them. Clicks come back the other way: the platform's interaction handler calls the store directly.
 """
 
 from __future__ import annotations
@@ -21,4 +22,12 @@ class Poster(ABC):
 
     @abstractmethod
     async def update(self, record: AskRecord) -> None:
-        """Re-render the posted message for the record's current (final) status."""
+        """Re-render the posted message for the record's current status (final, or pending with
+        the submissions of an ask that needs several people)."""
+
+    def individual(self, answerer: str) -> bool:
+        """Whether ``answerer`` (an id of ``AskPolicy.answerers``) names one person on this
+        platform, not a group. An ask naming only individuals, fewer than it requires to agree,
+        could never be answered, and is refused before it is posted. ``False`` (the default)
+        when the platform cannot tell."""
+        return False

@@ -126,6 +126,8 @@ class AskRecord(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
     answerers: tuple[str, ...] = ()
     required: int = Field(default=1, ge=1, le=MAX_REQUIRED)
+    tell_model_who: bool = False
+    """Whether the model's result names who answered (``answered_by``); the host always can."""
     created_at: float = Field(default_factory=time.time)
     expires_at: float
     status: AskStatus = AskStatus.PENDING

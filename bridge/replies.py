@@ -1,9 +1,14 @@
 """What people are told: refusals sent privately, and the outcome line an ended message shows.
 
-The words are the same on every platform; only how a user or group is mentioned differs, so a
-platform builds one :class:`Replies` with its ``mention`` (Slack ``<@U…>`` / ``<!subteam^S…>``,
-Discord ``<@…>`` / ``<@&…>``). ``mention`` must return markup that is safe on its platform for any
-id (an id that does not look like one is shown as inert text).
+The words are the same on every platform; only how a user or group is mentioned, and how text
+from the model or a teammate is made safe, differ, so a platform builds one :class:`Replies` with
+its ``mention`` (Slack ``<@U…>`` / ``<!subteam^S…>``, Discord ``<@…>`` / ``<@&…>``) and its
+``text``. ``mention`` must return markup that is safe on its platform for any id (an id that does
+not look like one is shown as inert text); ``text`` must escape and bound any text.
+
+Asks that need several people (``required`` K >= 2) also show, while pending, how many must agree
+and the latest submissions (:meth:`Replies.approvals`), and tell each person privately what was
+recorded and how many more agreeing people are needed (:meth:`Replies.recorded`).
 """
 
 from __future__ import annotations
@@ -11,10 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bridge.record import AskRecord, AskStatus
+from bridge.models import Answer
+from bridge.record import AskRecord, AskStatus, Submission
 
 MAX_ANSWERERS_SHOWN = 10
 """Answerers named on a message or in a refusal; the rest are counted or left out."""
+MAX_SUBMISSIONS_SHOWN = 10
+"""Submissions a pending message lists (the latest); the earlier ones are counted."""
+TYPED_NEVER_COUNTS = "typed answers are shown but never count toward agreement"
 
 TRY_AGAIN = (
     "The bridge can't reach its store right now, so nothing was saved: try again in a moment."
@@ -44,6 +53,9 @@ class Replies:
     """Refusal and outcome texts, with the platform's way of mentioning an answerer."""
 
     mention: Callable[[str], str]
+    text: Callable[[str], str]
+    """Text from the model or a teammate (labels, typed answers) made safe on the platform: one
+    line, escaped, bounded."""
 
     def not_allowed(self, record: AskRecord) -> str:
         shown = record.answerers[:MAX_ANSWERERS_SHOWN]
@@ -54,10 +66,82 @@ class Replies:
         return f"Sorry, you can't answer this one: it is for {names}."
 
     def answered_by(self, record: AskRecord) -> str:
-        """``answered by <mention>`` (``answered`` when nobody is recorded): the ended message's
-        outcome line and the explanation a late click gets say it the same way."""
-        who = record.answered_by.user_id if record.answered_by else None
-        return f"answered by {self.mention(who)}" if who else "answered"
+        """``answered by <mention>`` (``answered`` when nobody is recorded; with K >= 2, every
+        agreeing person): the ended message's outcome line and the explanation a late click gets
+        say it the same way."""
+        who = [s.user_id for s in record.who_answered()]
+        if not who:
+            return "answered"
+        return "answered by " + self._names(who)
+
+    def _names(self, user_ids: list[str]) -> str:
+        shown = [self.mention(u) for u in user_ids[:MAX_ANSWERERS_SHOWN]]
+        more = len(user_ids) - len(shown)
+        if more > 0:
+            return ", ".join(shown) + f" and {more} more"
+        return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+    # -- asks that need several people ---------------------------------------------------------
+
+    def choice(self, answers: tuple[Answer, ...]) -> str:
+        """What a submission chose, on one line: each question's labels (``, ``) and typed text
+        (quoted), questions apart with ``; ``; made safe by :attr:`text`."""
+        parts = []
+        for a in answers:
+            part = ", ".join(a.selected)
+            if a.other_text is not None:
+                typed = f"“{' '.join(a.other_text.split())}”"
+                part = f"{part} + {typed}" if part else typed
+            parts.append(part or "—")
+        return self.text("; ".join(parts))
+
+    def needs(self, record: AskRecord) -> str:
+        """The pending message's rule line."""
+        k = record.required
+        return f"Needs {k} approvals: the same choice from {k} people ({TYPED_NEVER_COUNTS})."
+
+    def submission(self, record: AskRecord, sub: Submission) -> str:
+        """One submission as the pending message lists it: ``1 of 2: <mention> chose <labels>``
+        (how many agree with it of how many are needed), or a typed one, which never counts."""
+        who = self.mention(sub.user_id)
+        if sub.typed:
+            return f"{who} answered {self.choice(sub.answers)} (typed: doesn't count)"
+        agree = len(record.agreeing(sub.answers))
+        return f"{agree} of {record.required}: {who} chose {self.choice(sub.answers)}"
+
+    def approvals(self, record: AskRecord) -> list[str]:
+        """The lines a pending ask needing several people shows: the rule, then the latest
+        :data:`MAX_SUBMISSIONS_SHOWN` submissions (oldest first) after a count of earlier ones.
+        Empty for a one-person ask."""
+        if record.required < 2:
+            return []
+        lines = [self.needs(record)]
+        subs = record.submissions
+        earlier = len(subs) - MAX_SUBMISSIONS_SHOWN
+        if earlier > 0:
+            lines.append(f"… and {earlier} earlier submission{'s' if earlier > 1 else ''}")
+        lines += [self.submission(record, s) for s in subs[-MAX_SUBMISSIONS_SHOWN:]]
+        return lines
+
+    def recorded(self, record: AskRecord, user_id: str, *, again: bool = False) -> str:
+        """What a person is told privately once their submission to a pending ask needing
+        several people is recorded (``again``: it already was): what they chose, and how many
+        more agreeing people are needed."""
+        mine = next((s for s in record.submissions if s.user_id == user_id), None)
+        first = "Your answer is already recorded" if again else "Your answer is recorded"
+        if mine is None:
+            return first + "."
+        k = record.required
+        if mine.typed:
+            return (
+                f"{first}: {self.choice(mine.answers)}. It is shown, but {TYPED_NEVER_COUNTS}: "
+                f"choose options (without typing) for it to count toward the {k} approvals needed."
+            )
+        agree = len(record.agreeing(mine.answers))
+        return (
+            f"{first}: {self.choice(mine.answers)}. So far {agree} of {k} agree on it: "
+            f"{k - agree} more needed."
+        )
 
     def ended(self, record: AskRecord) -> str | None:
         """Why an ask can no longer be answered, or ``None`` while it is pending."""

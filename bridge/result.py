@@ -10,6 +10,7 @@ options for a single-select question) is reported as :class:`ToolRejected`, like
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.models import Answer, Question, QuestionSet
+from bridge.record import Submission
 
 HANDLER_FAILED = "could not get the person's answer: "
 OTHER_TEXT_SEPARATOR = "; "
@@ -156,26 +158,66 @@ def normalise_answers(qs: QuestionSet, returned: object) -> tuple[Answer, ...]:
         raise ToolRejected(HANDLER_FAILED + str(exc)) from None
 
 
-def answers_payload(qs: QuestionSet, answers: Sequence[Answer]) -> dict[str, Any]:
-    """The answers result as a JSON-ready dict (what :func:`answers_result` serialises)."""
+@dataclass(frozen=True)
+class AskUserAnswered:
+    """Answers together with who gave them, returned by a handler that knows (the chat handler)
+    instead of bare answers.
+
+    ``who``: the people whose answer was taken (one; or, for an ask that needed ``required`` K
+    people to agree, the K who agreed); ``submissions``: every person's submission (K >= 2,
+    disagreeing and typed ones included); ``extra``: more for the host (the ask id). All of it
+    reaches the host on :attr:`ToolOutcome.answered`; the model reads only the answers, plus
+    ``answered_by`` (each of ``who`` as user id, name and time) when ``tell_model`` is set
+    (``AskPolicy.tell_model_who``)."""
+
+    answers: Sequence[Answer]
+    who: tuple[Submission, ...] = ()
+    submissions: tuple[Submission, ...] = ()
+    tell_model: bool = False
+    extra: Mapping[str, Any] | None = None
+
+
+def who_payload(who: Sequence[Submission]) -> list[dict[str, Any]]:
+    """Who answered, as the model reads it when the policy opts in: user id, display name and
+    when (ISO 8601, UTC)."""
+    return [
+        {
+            "user_id": s.user_id,
+            "name": s.name,
+            "at": datetime.datetime.fromtimestamp(s.at, datetime.UTC).isoformat(),
+        }
+        for s in who
+    ]
+
+
+def answers_payload(
+    qs: QuestionSet, answers: Sequence[Answer], who: Sequence[Submission] | None = None
+) -> dict[str, Any]:
+    """The answers result as a JSON-ready dict (what :func:`answers_result` serialises); with
+    ``who`` (only when the policy tells the model who answered), also ``answered_by``."""
     normalised = normalise_answers(qs, list(answers))
-    return {
+    body: dict[str, Any] = {
         "questions": qs.wire(),
         "answers": [
             {"question": a.question, "selected": list(a.selected), "other_text": a.other_text}
             for a in normalised
         ],
     }
+    if who is not None:
+        body["answered_by"] = who_payload(who)
+    return body
 
 
-def answers_result(qs: QuestionSet, answers: Sequence[Answer]) -> str:
+def answers_result(
+    qs: QuestionSet, answers: Sequence[Answer], who: Sequence[Submission] | None = None
+) -> str:
     """The tool result for answers: JSON text the model reads, one answer per question in order.
 
     ``{"questions": [...], "answers": [{"question", "selected", "other_text"}, ...]}``; the
     questions echo the validated set with ``multiSelect`` always present. Every path that hands
     answers to a model (the waiting tool call, the deferred answers feed, MCP) renders them here.
     """
-    return json.dumps(answers_payload(qs, answers), ensure_ascii=False)
+    return json.dumps(answers_payload(qs, answers, who), ensure_ascii=False)
 
 
 def deferred_result(qs: QuestionSet, deferred: AskUserDeferred) -> dict[str, Any]:
@@ -203,6 +245,9 @@ class ToolOutcome:
     questions: QuestionSet
     answers: tuple[Answer, ...] | None = None
     deferred: AskUserDeferred | None = None
+    answered: AskUserAnswered | None = None
+    """Who answered, when the handler said (the chat handler does): for the host; the model
+    reads it only when ``answered.tell_model``."""
 
     def __post_init__(self) -> None:
         if (self.answers is None) == (self.deferred is None):
@@ -221,7 +266,9 @@ class ToolOutcome:
         if self.deferred is not None:
             return deferred_result(self.questions, self.deferred)
         assert self.answers is not None
-        return answers_payload(self.questions, self.answers)
+        told = self.answered is not None and self.answered.tell_model
+        who = self.answered.who if told and self.answered is not None else None
+        return answers_payload(self.questions, self.answers, who)
 
     @property
     def text(self) -> str:

@@ -40,6 +40,7 @@ from bridge.platform import (
     check_credentials,
     check_standalone,
 )
+from bridge.record import MAX_REQUIRED
 from bridge.settings import EngineSettings, open_store
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
@@ -62,14 +63,21 @@ def chat_policy(
     expires: float | None = None,
     mode: Literal["block", "defer"] = "block",
     answerers: Sequence[str] = (),
+    required: int = 1,
+    tell_model_who: bool = False,
 ) -> AskPolicy:
     """The :class:`AskPolicy` for a process's chat handler (``None``: the policy's defaults).
 
     A wait never outlasts the ask; a wait that runs out closes the ask as expired when nothing
     could take a deferred answer (standalone) or when the ask would have expired anyway. Raises
-    ``ValueError`` with a clear message for a negative wait, a non-positive expiry, or
-    ``mode="defer"`` standalone.
+    ``ValueError`` with a clear message for a negative wait, a non-positive expiry, a
+    ``required`` outside 1 to :data:`~bridge.record.MAX_REQUIRED`, or ``mode="defer"``
+    standalone.
     """
+    if not 1 <= required <= MAX_REQUIRED:
+        raise ValueError(
+            f"the people required to agree must be 1 to {MAX_REQUIRED}, not {required}"
+        )
     defaults = AskPolicy()
     wait = defaults.wait if wait is None else wait
     expires = defaults.expires if expires is None else expires
@@ -88,6 +96,8 @@ def chat_policy(
         on_timeout="error" if close else "defer",
         mode=mode,
         answerers=tuple(answerers),
+        required=required,
+        tell_model_who=tell_model_who,
     )
 
 
@@ -235,10 +245,18 @@ class Runtime:
         expires: float | None = None,
         mode: Literal["block", "defer"] = "block",
         answerers: Sequence[str] = (),
+        required: int = 1,
+        tell_model_who: bool = False,
     ) -> AskPolicy:
         """:func:`chat_policy` for this process."""
         return chat_policy(
-            self.standalone, wait=wait, expires=expires, mode=mode, answerers=answerers
+            self.standalone,
+            wait=wait,
+            expires=expires,
+            mode=mode,
+            answerers=answerers,
+            required=required,
+            tell_model_who=tell_model_who,
         )
 
     async def reachable(self) -> None:

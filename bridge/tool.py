@@ -10,8 +10,9 @@ Which handler asks (first that exists wins):
 4. otherwise the call fails with a :class:`ToolRejected` saying how to configure a handler.
 
 A handler is ``callback(questions: list[Question], context: dict)``, sync or async. It returns a
-mapping of question text to a label / list of labels / free text, a list of :class:`Answer`, an
-awaitable of either, or :class:`AskUserDeferred`. Sync handlers called from async code run in a
+mapping of question text to a label / list of labels / free text, a list of :class:`Answer`,
+:class:`~bridge.result.AskUserAnswered` (answers with who gave them), an awaitable of any of them,
+or :class:`AskUserDeferred`. Sync handlers called from async code run in a
 daemon worker thread: a handler waiting for a person never blocks the event loop, and Ctrl-C or
 cancellation never waits for it.
 
@@ -47,7 +48,7 @@ from bridge.models import (
     Question,
     QuestionSet,
 )
-from bridge.result import HANDLER_FAILED, ToolOutcome, normalise_answers
+from bridge.result import HANDLER_FAILED, AskUserAnswered, ToolOutcome, normalise_answers
 from bridge.validation import validate_questions
 
 AskUserCallback: TypeAlias = Callable[[list[Question], dict[str, Any]], Any]
@@ -344,6 +345,9 @@ class AskUserTool:
     def _outcome(qs: QuestionSet, returned: object) -> ToolOutcome:
         if isinstance(returned, AskUserDeferred):
             return ToolOutcome(questions=qs, deferred=returned)
+        if isinstance(returned, AskUserAnswered):
+            answers = normalise_answers(qs, list(returned.answers))
+            return ToolOutcome(questions=qs, answers=answers, answered=returned)
         return ToolOutcome(questions=qs, answers=normalise_answers(qs, returned))
 
     # -- async -------------------------------------------------------------------------------

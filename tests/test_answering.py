@@ -29,13 +29,13 @@ from bridge.answering import (
     one_click,
 )
 from bridge.memory_poster import MemoryPoster
-from bridge.models import QuestionSet
-from bridge.record import AskRecord, AskStatus
+from bridge.models import Answer, QuestionSet
+from bridge.record import AskRecord, AskStatus, Submission
 from bridge.replies import Replies
 from bridge.store.base import Store
 from bridge.store.redis import RedisStore
 
-REPLIES = Replies(mention=lambda who: f"<m:{who}>")
+REPLIES = Replies(mention=lambda who: f"<m:{who}>", text=lambda text: f"[{text}]")
 ALICE = Caller("U0ALICE", "alice")
 BOB = Caller("U0BOB", "bob")
 
@@ -387,6 +387,156 @@ async def test_settle_rerenders_ended_asks_only(
     (shown,) = poster.updated(record.id)
     assert shown.status is AskStatus.ANSWERED and shown.answers is not None
     assert shown.answers[0].selected == ("Later",)
+
+
+# -- asks that need several people -------------------------------------------------------------
+
+CAROL = Caller("U0CAROL", "carol")
+
+
+async def test_two_approvers_recorded_then_accepted(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record(required=2)))
+    first = await answering.pick(record.id, 0, 0, ALICE)
+    assert first.outcome is Outcome.RECORDED and not first.stands
+    assert not first.rerender and first.progress
+    assert (
+        first.explain == "Your answer is recorded: [Yes]. So far 1 of 2 agree on it: 1 more needed."
+    )
+    answering.settle(first)
+    await answering.drain()
+    (shown,) = poster.updated(record.id)  # the pending message now lists Alice's submission
+    assert shown.status is AskStatus.PENDING
+    assert [s.user_id for s in shown.submissions] == ["U0ALICE"]
+    assert REPLIES.approvals(shown) == [
+        "Needs 2 approvals: the same choice from 2 people (typed answers are shown but never "
+        "count toward agreement).",
+        "1 of 2: <m:U0ALICE> chose [Yes]",
+    ]
+    # the same person again: nothing changes, nothing to re-render, told it stands
+    again = await answering.pick(record.id, 0, 0, ALICE)
+    assert again.outcome is Outcome.REPEATED and not again.progress and not again.rerender
+    assert again.explain is not None and again.explain.startswith(
+        "Your answer is already recorded: [Yes]. So far 1 of 2"
+    )
+    second = await answering.pick(record.id, 0, 0, BOB)
+    assert second.outcome is Outcome.ACCEPTED and second.stands and second.explain is None
+    assert second.rerender and not second.progress
+    answering.settle(second)
+    await answering.drain()
+    final = poster.updated(record.id)[-1]
+    assert final.status is AskStatus.ANSWERED
+    assert REPLIES.outcome(final) == "Answered by <m:U0ALICE> and <m:U0BOB>"
+
+
+async def test_disagreement_shown_then_resolved(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record(required=2)))
+    for who, option in ((ALICE, 0), (BOB, 1)):
+        verdict = await answering.pick(record.id, 0, option, who)
+        assert verdict.outcome is Outcome.RECORDED
+        answering.settle(verdict)
+    await answering.drain()
+    current = await pending(store, record.id)
+    assert REPLIES.approvals(current)[1:] == [
+        "1 of 2: <m:U0ALICE> chose [Yes]",
+        "1 of 2: <m:U0BOB> chose [No]",
+    ]
+    assert poster.updated(record.id)[-1] == current
+    # Alice changes her mind to Bob's answer: that makes two
+    changed = await answering.pick(record.id, 0, 1, ALICE)
+    assert changed.outcome is Outcome.ACCEPTED
+    assert changed.record is not None and changed.record.answers is not None
+    assert changed.record.answers[0].selected == ("No",)
+    late = await answering.pick(record.id, 0, 0, CAROL)
+    assert late.outcome is Outcome.ALREADY_ANSWERED
+    assert late.explain == "This was already answered by <m:U0BOB> and <m:U0ALICE>."
+
+
+async def test_typed_answer_is_recorded_but_never_counts(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record(required=2)))
+    for who in (ALICE, BOB):
+        verdict = await answering.submit_form(record.id, who, {0: Picks(text="After <!channel>")})
+        assert verdict.outcome is Outcome.RECORDED and verdict.progress
+        assert verdict.explain is not None and "never count toward agreement" in verdict.explain
+    current = await pending(store, record.id)
+    assert REPLIES.approvals(current)[1:] == [
+        "<m:U0ALICE> answered [“After <!channel>”] (typed: doesn't count)",
+        "<m:U0BOB> answered [“After <!channel>”] (typed: doesn't count)",
+    ]
+
+
+def test_a_pending_message_lists_the_latest_submissions_only() -> None:
+    record = single(new_record(required=50))
+    subs = tuple(
+        Submission(
+            user_id=f"U{i:02}",
+            name=None,
+            at=float(i),
+            answers=(
+                Answer(
+                    question=record.questions.questions[0].question,
+                    selected=("Yes" if i % 2 else "No",),
+                ),
+            ),
+        )
+        for i in range(25)
+    )
+    lines = REPLIES.approvals(record.model_copy(update={"submissions": subs}))
+    assert len(lines) == 2 + replies.MAX_SUBMISSIONS_SHOWN
+    assert lines[1] == "… and 15 earlier submissions"
+    assert lines[2] == "12 of 50: <m:U15> chose [Yes]"
+    assert lines[-1] == "13 of 50: <m:U24> chose [No]"
+    assert REPLIES.approvals(single(new_record())) == []
+
+
+class Gated(MemoryPoster):
+    """Holds the first update until ``release`` is set: a slow platform call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.waiting = asyncio.Event()
+        self.held = False
+
+    async def update(self, record: AskRecord) -> None:
+        if not self.held:
+            self.held = True
+            self.waiting.set()
+            await self.release.wait()
+        await super().update(record)
+
+
+async def test_a_late_progress_update_never_hides_the_final_state(
+    store: Store, groups: Groups
+) -> None:
+    """Alice's submission is shown slowly; Bob's agreement ends the ask and its final state is
+    shown first; Alice's pending rendering then lands on top of it -- and is put right."""
+    poster = Gated()
+    answering = Answering(store, poster, REPLIES, membership=groups, store_timeout=2.0)
+    record = await posted(store, poster, single(new_record(required=2)))
+    first = await answering.pick(record.id, 0, 0, ALICE)
+    answering.settle(first)
+    await poster.waiting.wait()  # Alice's pending rendering is on its way
+    second = await answering.pick(record.id, 0, 0, BOB)
+    await answering.rerender(second.record)  # type: ignore[arg-type]
+    assert poster.updated(record.id)[-1].status is AskStatus.ANSWERED
+    poster.release.set()
+    await answering.drain()
+    shown = poster.updated(record.id)
+    assert [r.status for r in shown] == [AskStatus.ANSWERED, AskStatus.PENDING, AskStatus.ANSWERED]
+
+
+async def test_one_person_asks_are_never_shown_in_progress(
+    answering: Answering, store: Store, poster: MemoryPoster
+) -> None:
+    record = await posted(store, poster, single(new_record()))
+    verdict = await answering.submit_form(record.id, ALICE, {0: Picks(text="my own words")})
+    assert verdict.outcome is Outcome.ACCEPTED and not verdict.progress  # typed answers count
 
 
 # -- the store unavailable ---------------------------------------------------------------------

@@ -107,3 +107,48 @@ def test_ask_ids_are_unguessable_and_never_look_like_options() -> None:
     assert len(ids) == 5000
     assert all(len(i) == 22 and re.fullmatch(r"[A-Za-z0-9_-]+", i) for i in ids)
     assert not any(i.startswith("-") for i in ids)
+
+
+async def _seed_approval(url: str, prefix: str) -> str:
+    store = RedisStore.from_url(url, prefix=prefix)
+    try:
+        rec = new_record(required=2)
+        await store.create(rec)
+        yes = (Answer(question="Question number 0?", selected=("Yes",)),)
+        no = (Answer(question="Question number 0?", selected=("No",)),)
+        await store.submit(rec.id, Responder(user_id="U1", name="Una"), yes, now=rec.created_at)
+        await store.submit(rec.id, Responder(user_id="U2", name="Dos"), no, now=rec.created_at + 1)
+        await store.submit(
+            rec.id, Responder(user_id="U3", name="Tres"), yes, now=rec.created_at + 2
+        )
+        return rec.id
+    finally:
+        await store.aclose()
+
+
+def test_show_lists_every_submission_and_who_agreed(
+    standalone: RedisServer, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ask_id = asyncio.run(_seed_approval(standalone.url, prefix))
+    assert main(["show", ask_id]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    record = shown["record"]
+    assert record["status"] == "answered" and record["required"] == 2
+    assert [(s["user_id"], s["name"]) for s in record["submissions"]] == [
+        ("U1", "Una"),
+        ("U2", "Dos"),
+        ("U3", "Tres"),
+    ]
+    assert record["submissions"][1]["answers"][0]["selected"] == ["No"]
+    assert [(w["user_id"], w["name"]) for w in shown["answered_by"]] == [
+        ("U1", "Una"),
+        ("U3", "Tres"),
+    ]
+    assert shown["answered_by"][0]["at"] == record["created_at"]
+    kinds = [(e["kind"], e["user_id"]) for e in shown["history"]]
+    assert kinds == [
+        ("created", None),
+        ("submitted", "U1"),
+        ("submitted", "U2"),
+        ("answered", "U3"),
+    ]

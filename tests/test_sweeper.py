@@ -65,7 +65,7 @@ async def test_an_answer_stored_but_never_shown_is_rendered_by_one_sweep(
 async def test_late_clicks_cost_one_update_per_interval(make_store: StoreFactory) -> None:
     poster = MemoryPoster()
     replicas = [await make_store(), await make_store()]
-    answering = [Answering(s, poster, Replies(mention=lambda who: who)) for s in replicas]
+    answering = [Answering(s, poster, Replies(mention=lambda who: who, text=str)) for s in replicas]
     rec = new_record()
     await replicas[0].create(rec)
     ref = await poster.post(rec)

@@ -60,6 +60,20 @@ def register(sub: Any) -> None:
         "role); repeat for several (default: anyone)",
     )
     p.add_argument(
+        "--required",
+        type=int,
+        default=1,
+        metavar="K",
+        help="people who must agree: the ask is answered when K distinct answerers submitted the "
+        "same choices (typed answers are shown but never count); 1 to 50 (default 1: the first "
+        "answer)",
+    )
+    p.add_argument(
+        "--answered-by",
+        action="store_true",
+        help="add who answered (answered_by: user id, name, time) to the printed result",
+    )
+    p.add_argument(
         "--wait",
         type=float,
         default=600.0,
@@ -132,17 +146,26 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
     runtime = Runtime()
     try:
         policy = runtime.policy(
-            wait=args.wait, expires=args.expires, mode=args.mode, answerers=args.answerer
+            wait=args.wait,
+            expires=args.expires,
+            mode=args.mode,
+            answerers=args.answerer,
+            required=args.required,
+            tell_model_who=args.answered_by,
         )
     except ValueError as exc:
         print(f"ask-bridge ask: {exc}", file=sys.stderr)
         return FAILED
     runtime.check(platform)  # before anything is posted
-    await runtime.ready_to_ask(platform)
     destination = Destination(
         platform=platform.name, channel=args.channel, thread=args.thread, user=args.user
     )
-    handler = ChatHandler(platform.poster(), runtime.store, destination, policy)
+    try:
+        handler = ChatHandler(platform.poster(), runtime.store, destination, policy)
+    except ValueError as exc:  # more people required than may answer
+        print(f"ask-bridge ask: {exc}", file=sys.stderr)
+        return FAILED
+    await runtime.ready_to_ask(platform)
     (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
     async with stop_on_signals():
         try:

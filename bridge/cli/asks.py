@@ -41,7 +41,11 @@ def register(sub: Any) -> None:
         help="only asks created at most this many seconds ago",
     )
     p.set_defaults(func=_list)
-    p = sub.add_parser("show", help="print an ask's record and audit trail as JSON")
+    p = sub.add_parser(
+        "show",
+        help="print an ask's record (with every submission), who answered, and its audit trail "
+        "as JSON",
+    )
     p.add_argument("ask_id")
     p.set_defaults(func=_show)
     p = sub.add_parser("cancel", help="cancel a pending ask and re-render its message")
@@ -134,7 +138,10 @@ def _show(args: argparse.Namespace) -> int:
             print(f"no ask {args.ask_id!r} (unknown, or past its retention)", file=sys.stderr)
             return 1
         history = [e.model_dump(mode="json") for e in await store.history(args.ask_id)]
-        out = {"record": rec.model_dump(mode="json"), "history": history}
+        # who answered, at a glance: the one person, or everyone who agreed (required K >= 2);
+        # every submission is in the record, each recorded one in the history
+        who = [s.model_dump(mode="json", exclude={"answers"}) for s in rec.who_answered()]
+        out = {"record": rec.model_dump(mode="json"), "answered_by": who, "history": history}
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
 

@@ -52,7 +52,7 @@ CREATION_FIELDS = frozenset(
     {
         *("id", "questions", "destination", "context", "answerers", "required"),
         "follow_ups",
-        *("created_at", "expires_at", "deferred"),
+        *("created_at", "expires_at", "deferred", "tell_model_who"),
     }
 )
 """The fields of a record fixed by :meth:`Store.create` (``deferred`` as created): a repeated

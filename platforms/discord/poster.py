@@ -8,6 +8,7 @@ from bridge.poster import Poster
 from bridge.record import AskRecord, MessageRef
 from platforms.discord.client import RestClient
 from platforms.discord.render import render_message
+from platforms.discord.text import is_user
 
 PLATFORM = "discord"
 
@@ -52,8 +53,13 @@ class DiscordPoster(Poster):
             platform=PLATFORM, channel=str(channel_id), message_id=str(sent.id), extra=extra
         )
 
+    def individual(self, answerer: str) -> bool:
+        """A user id (a number), not a role (``role:ID``)."""
+        return is_user(answerer)
+
     async def update(self, record: AskRecord) -> None:
-        """Re-render for the record's status (answers, who answered; no controls once ended)."""
+        """Re-render for the record's status (answers, who answered; no controls once ended;
+        while pending, the submissions of an ask that needs several people)."""
         if record.message is None:
             return
         client = await self.rest.get()

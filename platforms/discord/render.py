@@ -52,8 +52,11 @@ from platforms.discord.text import (
     units,
 )
 
-REPLIES = Replies(mention=mention)
-"""The answering layer's words, with Discord's mentions."""
+SHOWN_TEXT = 150
+"""Cap (UTF-16 units) of a label list or typed answer in a line of the bridge's words."""
+
+REPLIES = Replies(mention=mention, text=lambda text: fit(one_line(text), SHOWN_TEXT, markdown=True))
+"""The answering layer's words, with Discord's mentions and escaping."""
 
 EMBEDS_BUDGET = 5800
 """Upper bound for all embed text of a message (Discord: 6000)."""
@@ -145,6 +148,9 @@ def _message(record: AskRecord, caps: Caps) -> Message:
         embeds.append(embed)
     verb = "asks" if pending else "asked"
     embeds[0].set_author(name=f"{asker(record)} {verb}")
+    approvals = REPLIES.approvals(record) if pending else []
+    if approvals:  # mentions in an embed show who, and never ping
+        embeds.append(discord.Embed(description="\n".join(approvals), colour=colour))
     if pending:
         content = _answerers_line(record)
         view = message_view(record)

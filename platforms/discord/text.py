@@ -58,6 +58,11 @@ def fit(text: str, limit: int, *, markdown: bool = False) -> str:
     return cut + ELLIPSIS
 
 
+def is_user(answerer: str) -> bool:
+    """Whether ``answerer`` is a user id (a snowflake), not a role (``role:ID``)."""
+    return bool(_SNOWFLAKE.match(answerer))
+
+
 def mention(answerer: str) -> str:
     """The bridge's own mention of a configured answerer (``<@id>`` for a user, ``<@&id>`` for
     ``role:id``); anything not shaped like one is shown as inert text."""

@@ -7,6 +7,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.poster import Poster
 from bridge.record import AskRecord, MessageRef
 from platforms.slack.render import render_message
+from platforms.slack.text import is_user
 
 PLATFORM = "slack"
 
@@ -41,8 +42,13 @@ class SlackPoster(Poster):
             platform=PLATFORM, channel=str(resp["channel"]), message_id=str(resp["ts"]), extra=extra
         )
 
+    def individual(self, answerer: str) -> bool:
+        """A user id (``U…``/``W…``), not a user group (``S…``)."""
+        return is_user(answerer)
+
     async def update(self, record: AskRecord) -> None:
-        """Re-render for the record's status (answers, who answered; no controls once ended)."""
+        """Re-render for the record's status (answers, who answered; no controls once ended;
+        while pending, the submissions of an ask that needs several people)."""
         if record.message is None:
             return
         message = render_message(record)

@@ -47,8 +47,11 @@ from platforms.slack.text import fit, mention
 BLOCKS_BUDGET = 12_000
 """Upper bound for a message's block JSON (UTF-16 units); Slack rejects about 13.2k."""
 
-REPLIES = Replies(mention=mention)
-"""The answering layer's words, with Slack's mentions."""
+SHOWN_TEXT = 150
+"""Cost cap of a label list or typed answer in a line of the bridge's words (a submission)."""
+
+REPLIES = Replies(mention=mention, text=lambda text: fit(one_line(text), SHOWN_TEXT))
+"""The answering layer's words, with Slack's mentions and escaping."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,10 @@ def _message(record: AskRecord, caps: Caps) -> Message:
             text=label, action_id=routing.answer_id(record.id), value="answer", style="primary"
         )
         blocks.append(ActionsBlock(block_id=f"{rid}.act", elements=[button]))
+    approvals = REPLIES.approvals(record) if status is AskStatus.PENDING else []
+    if approvals:  # at most 12 lines of at most ~200 each: within a section's 3000
+        text = MarkdownTextObject(text="\n".join(approvals))
+        blocks.append(SectionBlock(block_id=f"{rid}.subs", text=text))
     if status is not AskStatus.PENDING:
         outcome = MarkdownTextObject(text=REPLIES.outcome(record))
         blocks.append(ContextBlock(block_id=f"{rid}.end", elements=[outcome]))

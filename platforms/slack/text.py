@@ -47,6 +47,11 @@ def fit(text: str, limit: int) -> str:
     return "".join(kept).rstrip() + ELLIPSIS
 
 
+def is_user(slack_id: str) -> bool:
+    """Whether ``slack_id`` is shaped like a user id (not a user group's)."""
+    return bool(_USER_ID.match(slack_id))
+
+
 def mention(slack_id: str) -> str:
     """The bridge's own mention of a configured answerer; anything not shaped like an id is shown
     as inert text."""
