@@ -223,3 +223,44 @@ async def test_standalone_ask_receives_its_own_clicks_in_a_dm(redis_srv: RedisSe
         assert "Unclosed" not in err
     finally:
         await fake.stop()
+
+
+async def test_two_approvers_answer_an_ask_that_needs_two(world: World) -> None:
+    """``ask --required 2`` on Discord: each submission is shown on the message (an embed) and
+    told privately, a repeat counts once, a disagreeing one is shown, and a person who changes
+    their submission to agree makes two."""
+    agent, marker = await world.ask(
+        [q("Deploy {m}?", "Deploy", ["Ship it", "Hold"])], "--required", "2"
+    )
+    try:
+        message = await world.fake.posted(marker)
+        assert "Needs 2 approvals" in json.dumps(message["embeds"])
+
+        async def click(user: str, label: str) -> str:
+            pressed = await world.fake.click(user, message, button(message, label))
+            return await world.fake.told(pressed)
+
+        async def shown(text: str) -> None:
+            await world.fake.changed(lambda: text in json.dumps(message["embeds"]))
+
+        told = await click(ALICE, "Ship it")
+        assert told == "Your answer is recorded: Ship it. So far 1 of 2 agree on it: 1 more needed."
+        await shown(f"1 of 2: <@{ALICE}> chose Ship it")
+        assert message["components"]  # still pending: the buttons stay
+        told = await click(ALICE, "Ship it")
+        assert told.startswith("Your answer is already recorded: Ship it. So far 1 of 2")
+        told = await click(BOB, "Hold")
+        assert told.endswith("So far 1 of 2 agree on it: 1 more needed.")
+        await shown(f"1 of 2: <@{BOB}> chose Hold")
+        assert agent.proc.returncode is None
+        pressed = await world.fake.click(
+            ALICE, message, button(message, "Hold")
+        )  # changes her mind
+        assert (await world.fake.responded(pressed))["type"] == 6
+        code, out, err = await agent.result()
+    finally:
+        await agent.kill()
+    assert code == 0, err
+    assert answers(out) == [{"selected": ["Hold"]}]
+    final = await world.fake.changed(lambda: not message["components"] and message)
+    assert final["content"] == f"Answered by <@{BOB}> and <@{ALICE}>"

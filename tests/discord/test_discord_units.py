@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
 from bridge.platform import PlatformUnavailable, configured_platforms, resolve_platform
-from bridge.record import AskRecord, AskStatus, Destination, Responder
+from bridge.record import AskRecord, AskStatus, Destination, Responder, Submission
 from platforms.discord import DiscordPlatform
 from platforms.discord.render import EMBEDS_BUDGET, embeds_cost, render_message
 from platforms.discord.settings import DEFAULT_API_URL, DiscordSettings, load_settings
@@ -130,3 +131,27 @@ def test_the_worst_case_fits_discords_limits(status: AskStatus) -> None:
     assert embeds_cost(message.embeds) <= EMBEDS_BUDGET
     assert all(len(e.description or "") <= 4096 for e in message.embeds)
     assert len(message.content or "") <= 2000
+
+
+def test_the_most_submissions_fit_and_are_escaped() -> None:
+    """A pending ask needing 50 people with 30 worst-case submissions: the 10 latest are listed
+    in an embed of their own, escaped, within Discord's limits."""
+    worst = _worst_record(AskStatus.PENDING)
+    answers = tuple(
+        Answer(question=q.question, selected=tuple(q.option_labels()), other_text="_*@" * 600)
+        for q in worst.questions.questions
+    )
+    subs = tuple(
+        Submission(user_id=str(10**17 + n), name="@everyone", at=float(n), answers=answers)
+        for n in range(30)
+    )
+    record = worst.model_copy(update={"required": 50, "submissions": subs})
+    message = render_message(record)
+    assert embeds_cost(message.embeds) <= EMBEDS_BUDGET and len(message.embeds) <= 10
+    assert all(len(e.description or "") <= 4096 for e in message.embeds)
+    listing = (message.embeds[-1].description or "").split("\n")
+    assert listing[0].startswith("Needs 50 approvals") and len(listing) == 12
+    assert listing[1] == "… and 20 earlier submissions"
+    assert listing[2].startswith(f"<@{10**17 + 20}> answered L0\\*\\*")
+    typed = [line.split("> ", 1)[1] for line in listing[2:]]  # after the bridge's own mention
+    assert all(re.search(r"(?<!\\)[*_@]", text) is None for text in typed)  # escaped

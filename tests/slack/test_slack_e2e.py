@@ -313,3 +313,65 @@ async def test_serve_sweeps_expired_deferred_asks_and_rerenders_them(world: Worl
     assert "Expired" in json.dumps(world.fake.messages[(channel, ts)]["blocks"])
     record = await world.store.get(ask_id)
     assert record is not None and record.status is AskStatus.EXPIRED
+
+
+async def test_two_approvers_answer_an_ask_that_needs_two(world: World) -> None:
+    """``ask --required 2``: each submission is recorded and shown on the message, the person is
+    told privately how many more are needed, a repeat counts once, a disagreeing one is shown
+    too, and the second agreeing person answers it."""
+    marker = uuid.uuid4().hex[:8]
+    questions = json.dumps([q(f"Deploy {marker}?", "Deploy", ["Ship it", "Hold"])])
+    agent = await Agent.start(world.env, questions, *agent_args("--required", "2", "--answered-by"))
+    try:
+        channel, ts, ask_id = await world.posted(marker)
+        posted = world.fake.messages[(channel, ts)]
+        assert "Needs 2 approvals" in json.dumps(posted["blocks"])
+
+        async def click(user_id: str, option: int) -> dict[str, Any]:
+            payload = block_actions(
+                world.fake, channel, ts, user_id, f"askb:pick:{ask_id}:0:{option}"
+            )
+            before = len(
+                [a for a in world.fake.ok_calls("chat.postEphemeral") if a["user"] == user_id]
+            )
+            assert (await world.send(payload))[0] == 200
+            notes = await world.fake.wait_for(
+                "chat.postEphemeral", lambda a: a["user"] == user_id, count=before + 1
+            )
+            return notes[-1]
+
+        async def shown(text: str) -> None:
+            await world.fake.wait_for(
+                "chat.update", lambda a: a["ts"] == ts and text in json.dumps(a["blocks"])
+            )
+
+        note = await click("U0ALICE", 0)
+        assert (
+            note["text"]
+            == "Your answer is recorded: Ship it. So far 1 of 2 agree on it: 1 more needed."
+        )
+        await shown("1 of 2: <@U0ALICE> chose Ship it")
+        assert any(b["type"] == "actions" for b in world.fake.messages[(channel, ts)]["blocks"])
+        note = await click("U0ALICE", 0)  # again: counted once
+        assert note["text"].startswith("Your answer is already recorded: Ship it. So far 1 of 2")
+        note = await click("U0BOB", 1)  # disagrees: shown too
+        assert note["text"].endswith("So far 1 of 2 agree on it: 1 more needed.")
+        await shown("1 of 2: <@U0BOB> chose Hold")
+        assert not agent.proc.returncode
+        payload = block_actions(world.fake, channel, ts, "U0CAROL", f"askb:pick:{ask_id}:0:0")
+        assert (await world.send(payload))[0] == 200
+        code, out, err = await agent.result()
+    finally:
+        await agent.kill()
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["answers"][0]["selected"] == ["Ship it"]
+    assert [w["user_id"] for w in result["answered_by"]] == ["U0ALICE", "U0CAROL"]
+    await shown("Answered by <@U0ALICE> and <@U0CAROL>")
+    final = world.fake.messages[(channel, ts)]
+    assert all(b["type"] != "actions" for b in final["blocks"])
+    record = await world.store.get(ask_id)
+    assert record is not None and record.status is AskStatus.ANSWERED
+    assert [s.user_id for s in record.submissions] == ["U0ALICE", "U0BOB", "U0CAROL"]
+    kinds = [e.kind for e in await world.store.history(ask_id)]
+    assert kinds.count("submitted") == 2 and kinds.count("answered") == 1

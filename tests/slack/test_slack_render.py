@@ -17,7 +17,7 @@ from samples import one_question_set
 from bridge import routing
 from bridge.answering import MAX_TYPED
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
-from bridge.record import AskRecord, AskStatus, Destination, Responder
+from bridge.record import AskRecord, AskStatus, Destination, Responder, Submission
 from bridge.text import ELLIPSIS
 from platforms.slack import ids
 from platforms.slack.render import (
@@ -157,6 +157,52 @@ def test_four_by_four_at_maximum_length_fits() -> None:
         }
     )
     check_all(qs, worst[:MAX_TYPED], "U0ANA")
+
+
+def test_the_most_submissions_at_maximum_length_fit() -> None:
+    """An ask needing 50 people, 30 submissions of every label at maximum length plus typed
+    text: the pending message lists the 10 latest, escaped and bounded, within Slack's limits."""
+    worst = '😀&"<' * 1500
+    qs = QuestionSet.model_validate(
+        {
+            "questions": [
+                {
+                    "question": worst[: MAX_QUESTION_TEXT - 1] + str(i),
+                    "header": "&" * 12,
+                    "multiSelect": True,
+                    "options": [
+                        {"label": worst[: MAX_LABEL - 1] + str(j), "description": worst[:900]}
+                        for j in range(4)
+                    ],
+                }
+                for i in range(4)
+            ]
+        }
+    )
+    answers = tuple(
+        Answer(
+            question=q.question,
+            selected=tuple(q.option_labels()),
+            other_text=worst[:MAX_TYPED] if i % 2 else None,
+        )
+        for i, q in enumerate(qs.questions)
+    )
+    subs = tuple(
+        Submission(user_id=f"U0{'X' * 28}{n:02}", name="<!channel>", at=float(n), answers=answers)
+        for n in range(30)
+    )
+    record = record_for(qs, required=50, submissions=subs)
+    message = render_message(record)
+    dicts = block_dicts(message)
+    assert blocks_cost(message.blocks) <= BLOCKS_BUDGET < BLOCKS_JSON_LIMIT
+    assert check_message({"text": message.text, "blocks": dicts}) is None
+    raw = json.dumps(dicts, ensure_ascii=False)
+    assert_inert(raw)  # the bridge's own mentions of the people who submitted stay real
+    (listing,) = [b for b in dicts if b["block_id"].endswith(".subs")]
+    lines = listing["text"]["text"].split("\n")
+    assert lines[0].startswith("Needs 50 approvals") and lines[1] == "… and 20 earlier submissions"
+    assert len(lines) == 12 and all("(typed: doesn't count)" in line for line in lines[2:])
+    assert len(listing["text"]["text"]) <= 3000
 
 
 def test_mentions_and_links_from_the_model_are_inert() -> None:
