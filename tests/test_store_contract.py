@@ -20,7 +20,7 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from bridge.feed import render_delivery
 from bridge.models import Answer, QuestionSet
-from bridge.record import AskRecord, AskStatus, MessageRef, Responder
+from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.store.base import Delivery, DuplicateAsk, Store, StoreUnavailable, SubmitOutcome
 from bridge.store.redis import RedisStore
 
@@ -311,6 +311,23 @@ async def test_sweep_expires_each_once(make_store: StoreFactory) -> None:
     assert (await a.submit(recs[0].id, ALICE, YES)).outcome is SubmitOutcome.CLOSED
 
 
+async def test_sweep_in_bounded_batches(store: Store) -> None:
+    """Each batch is expired when it is handed over; the rest only when the caller asks."""
+    recs = [new_record(expires_in=60) for _ in range(7)]
+    for rec in recs:
+        await store.create(rec)
+    later = time.time() + 120
+    batches = store.sweep_batches(later, size=3)
+    first = await anext(batches)
+    assert 1 <= len(first) <= 3 and all(r.status is AskStatus.EXPIRED for r in first)
+    assert await store.count_pending() == 7 - len(first)  # the rest waits for the caller
+    rest = [r async for batch in batches for r in batch]
+    assert sorted(r.id for r in first + rest) == sorted(r.id for r in recs)
+    assert await store.count_pending() == 0
+    with pytest.raises(ValueError, match="size"):
+        await anext(store.sweep_batches(later, size=0))
+
+
 async def test_deferred_expiry_is_delivered(store: Store) -> None:
     rec = new_record(expires_in=30, deferred=True)
     await store.create(rec)
@@ -477,6 +494,35 @@ async def test_list_pending(store: Store) -> None:
     assert [r.id for r in await store.list_pending()] == [a.id]
 
 
+async def test_count_pending(make_store: StoreFactory) -> None:
+    """A count kept by the store, per platform: every way an ask ends takes it out, once."""
+    store, other = await make_store(), await make_store()  # two replicas of one deployment
+    recs = [new_record(expires_in=60) for _ in range(6)]
+    elsewhere = new_record().model_copy(
+        update={"destination": Destination(platform="discord", channel="C2")}
+    )
+    for rec in [*recs, elsewhere]:
+        await store.create(rec)
+    await store.create(recs[0])  # a retried create counts once
+    assert await other.count_pending() == 7
+    assert await other.count_pending("memory") == 6
+    assert await other.count_pending("discord") == 1
+    assert await other.count_pending("slack") == 0
+    assert await store.count_pending("memor") == 0  # a platform is matched whole
+    await other.submit(recs[0].id, ALICE, YES)
+    await other.pick(recs[1].id, ALICE, 0, 0)
+    await store.close(recs[2].id, AskStatus.CANCELLED)
+    assert await other.count_pending("memory") == 3
+    late = time.time() + 120
+    assert (await other.submit(recs[3].id, ALICE, YES, now=late)).outcome is SubmitOutcome.CLOSED
+    assert await store.count_pending("memory") == 2
+    assert len(await store.sweep(late)) == 2  # recs 4 and 5 expire
+    assert await other.count_pending() == 1
+    await store.close(elsewhere.id, AskStatus.EXPIRED)
+    assert await store.sweep(late + 3600) is not None
+    assert await other.count_pending() == 0 == len(await other.list_pending())
+
+
 def raw_client(kind: str, url: str) -> Any:
     """A plain redis-py client on the store's server, to look at keys from outside."""
     if kind == "cluster":
@@ -508,7 +554,7 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
             return found
 
         kinds = {k.rsplit(":", 1)[-1] for k in await ttls()}
-        assert kinds == {"rec", "log", "noise", "lease", "wake", "due", "feed", "epoch"}
+        assert kinds == {"rec", "log", "noise", "lease", "wake", "due", "pending", "feed", "epoch"}
         await store.sweep(time.time() + 7200)
         after = await ttls()
         assert after[store.keys.rec(expired.id)] <= 3600  # closed: retention only

@@ -1,8 +1,9 @@
 -- Every state change of one ask, atomically. Key scheme and record fields: bridge/store/keys.py.
 --
 -- KEYS: 1 rec (hash), 2 log (list), 3 lease (string), 4 noise (list), 5 wake (set of the
---       wake-up channels of the processes waiting for it) -- one hash slot; 6 the due index,
---       except on Cluster (see below).
+--       wake-up channels of the processes waiting for it) -- one hash slot; except on Cluster
+--       (another slot: the caller writes them itself), 6 the pending index and 7 the due index
+--       (see below).
 -- ARGV: 1 op, 2 now (seconds, JSON number text), 3 shared events channel (only for a waiter
 --       from before per-process channels), 4 ask id,
 --       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
@@ -17,6 +18,7 @@
 local rec, log, lease, noise, wakers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, now, channel, ask_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local retention_ms, noise_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
+local pending_index = KEYS[6] -- nil on Cluster
 local RENDER_TRIES = 5 -- bridge.store.base.RENDER_TRIES
 local NOISE = {refused = true, late = true, opened = true} -- bridge.store.base.NOISE_KINDS
 
@@ -72,9 +74,20 @@ local function wake()
   redis.call('DEL', wakers)
 end
 
+-- The ask no longer counts among the pending (its 'pend' member leaves the pending index). On
+-- Cluster the caller removes the member, read from the record, itself: the field stays there.
+local function unpend()
+  local member = redis.call('HGET', rec, 'pend')
+  if member and pending_index then
+    redis.call('ZREM', pending_index, member)
+    redis.call('HDEL', rec, 'pend')
+  end
+end
+
 -- Leave "pending": decide who gets the outcome, wake waiters, start the retention clock.
 local function finish(status)
   redis.call('HSET', rec, 'status', status)
+  unpend()
   local handoff
   if redis.call('HGET', rec, 'deferred') == '1' then
     handoff = 'feed'
@@ -268,6 +281,7 @@ local function tidy()
       or show_in(0) ~= nil then
     return '0'
   end
+  unpend()
   redis.call('HDEL', rec, 'exp', 'attempt', 'render_by')
   return '1'
 end
@@ -343,19 +357,19 @@ local function step_done(step, message, detail)
   redis.call('HDEL', rec, 'timer_step', 'timer_at', 'timer_by', 'timer_tries')
 end
 
--- A 6th key is the due index (never on Cluster, where it lives in another slot and the caller
+-- A 7th key is the due index (never on Cluster, where it lives in another slot and the caller
 -- writes it itself, before the script): then the last three ARGV are the ask's score there, how
 -- to set it ('nx', 'xx' or '') and the index's TTL in seconds -- written first, as the caller
 -- would have, so an ask is never pending yet unswept.
-if #KEYS == 6 then
+if #KEYS == 7 then
   local score, mode, ttl = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
   if mode == '' then
-    redis.call('ZADD', KEYS[6], score, ask_id)
+    redis.call('ZADD', KEYS[7], score, ask_id)
   else
-    redis.call('ZADD', KEYS[6], mode, score, ask_id)
+    redis.call('ZADD', KEYS[7], mode, score, ask_id)
   end
   if mode ~= 'xx' then
-    redis.call('EXPIRE', KEYS[6], ttl)
+    redis.call('EXPIRE', KEYS[7], ttl)
   end
 end
 
@@ -364,22 +378,29 @@ local exists = redis.call('EXISTS', rec) == 1
 if op == 'create' then
   -- 7 body, 8 expires_at, 9 answerers, 10 deferred, 11 ttl ms, 12 lease ms, 13 event detail,
   -- 14 the creating process's wake-up channel (it is about to wait), 15 people required to
-  -- agree (stored as 'req' only when more than one: a one-person ask reads no more)
+  -- agree (stored as 'req' only when more than one: a one-person ask reads no more),
+  -- 16 its member in the pending index ('<platform>\0<id>', bridge.store.keys.pending_member);
+  -- replies the status
   if exists then
     -- the same ask again is a retry of this create; another one under that id is a duplicate
-    return {redis.call('HGET', rec, 'body') == ARGV[7] and 'ok' or 'exists'}
+    local same = redis.call('HGET', rec, 'body') == ARGV[7]
+    return {same and 'ok' or 'exists', redis.call('HGET', rec, 'status')}
   end
   redis.call('HSET', rec, 'body', ARGV[7], 'status', 'pending', 'exp', ARGV[8],
-    'answerers', ARGV[9], 'deferred', ARGV[10], 'handoff', '')
+    'answerers', ARGV[9], 'deferred', ARGV[10], 'handoff', '', 'pend', ARGV[16])
   if tonumber(ARGV[15]) > 1 then
     redis.call('HSET', rec, 'req', ARGV[15])
+  end
+  if pending_index then
+    redis.call('ZADD', pending_index, 0, ARGV[16])
+    redis.call('EXPIRE', pending_index, ARGV[#ARGV]) -- the due index's TTL (create indexes it)
   end
   redis.call('PEXPIRE', rec, ARGV[11])
   event('created', 'null', ARGV[13])
   if ARGV[10] == '0' and tonumber(ARGV[12]) > 0 then
     listen(ARGV[14], ARGV[12])
   end
-  return {'ok'}
+  return {'ok', 'pending'}
 end
 
 if not exists then
@@ -496,7 +517,9 @@ elseif op == 'settle' then
   local wait = show_in(tonumber(ARGV[8]))
   if wait == nil then
     tidy()
-    return {'done'}
+    -- on Cluster the caller drops the ask's member from the pending index (a repair: normally
+    -- whoever ended it did)
+    return {'done', redis.call('HGET', rec, 'pend') or ''}
   elseif wait > 0 then
     return {'later', tostring(tonumber(now) + wait)}
   end

@@ -39,6 +39,9 @@ any post takes, so a slow post is not doubled by another replica."""
 TIMER_TRIES = 5
 """Claims of one reminder or escalation after which it is given up (logged with ``gave_up``), so
 a destination that refuses every post does not hold back the next step."""
+SWEEP_BATCH = 500
+"""Asks one step of a sweep expires (:meth:`Store.sweep_batches`): one round trip to a networked
+store, and the records a sweeper holds at once."""
 DEFAULT_NOISE_CAP = 500
 """Noise events (:data:`NOISE_KINDS`) an ask's audit trail keeps; older ones are counted only."""
 NOISE_KINDS = frozenset({"refused", "late", "opened"})
@@ -432,6 +435,13 @@ class Store(ABC):
     async def list_pending(self) -> list[AskRecord]:
         """Every pending ask."""
 
+    async def count_pending(self, platform: str | None = None) -> int:
+        """How many asks are pending (those posted to ``platform`` only, if given): for a gauge,
+        read once a minute by every ``serve`` replica, so it must not read the asks themselves.
+        This default counts :meth:`list_pending`; both stores override it with a count they keep."""
+        found = await self.list_pending()
+        return sum(1 for r in found if platform is None or r.destination.platform == platform)
+
     async def pending_page(
         self,
         *,
@@ -465,7 +475,6 @@ class Store(ABC):
                     return PendingPage(found, page_cursor(*page_key(record)) if more else None)
         return PendingPage(found, None)
 
-    @abstractmethod
     async def sweep(self, now: float | None = None) -> list[AskRecord]:
         """Expire every pending ask past ``expires_at``, finish hand-offs a dead process left,
         and return the asks whose final state should be shown now:
@@ -476,8 +485,23 @@ class Store(ABC):
           ``now`` -- its renderer died. Overlapping sweepers may both return it: show it through
           :meth:`claim_render` (``bridge.rendering.show_final``), so exactly one does.
 
-        ``now`` (default: the clock) decides expiry and those intervals.
+        ``now`` (default: the clock) decides expiry and those intervals. All of
+        :meth:`sweep_batches` in one list: fine for a test or a quiet deployment; a sweeper facing
+        an expiry storm takes the batches as they come instead.
         """
+        found: list[AskRecord] = []
+        async for batch in self.sweep_batches(now):
+            found.extend(batch)
+        return found
+
+    @abstractmethod
+    def sweep_batches(
+        self, now: float | None = None, *, size: int = SWEEP_BATCH
+    ) -> AsyncIterator[list[AskRecord]]:
+        """:meth:`sweep`, one bounded batch (at most ``size`` asks) at a time: each batch is
+        expired (and its hand-offs finished) when it is yielded, and the next one is swept only
+        when the caller asks for it -- so the caller starts showing the first expiries while the
+        store expires the rest, and never holds 100,000 records at once."""
 
     @abstractmethod
     async def claim_render(

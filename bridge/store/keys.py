@@ -35,6 +35,18 @@ keys):
                      through ``ask.lua`` (op ``timer``, at most one step per ask at a time) and
                      rescores or drops it; an ask that ends is dropped (by whoever ended it,
                      else by its next visit). TTL refreshed on every write.
+``<prefix>:pending``  sorted set: one member per pending ask, ``<platform>\0<id>``
+                     (:func:`pending_member`), all scored 0 so a platform's asks are one
+                     lexicographic range: :meth:`~bridge.store.base.Store.count_pending` is one
+                     ZCARD or ZLEXCOUNT, never a read of the asks. The record keeps its member in
+                     ``pend`` while it is pending. The script adds it on create and removes it when
+                     the ask leaves ``pending`` (and again when it is settled, a repair). On Cluster
+                     the caller does both, after the script (from the reply's status and ``pend``,
+                     which the record then keeps for the retention), and a sweep's visit of an ended
+                     ask removes it again: the count can be off there by the asks whose ending
+                     process died in the instant between the script and that step, until the
+                     sweeper next visits them. Asks created before this index existed are not
+                     counted. TTL refreshed on every write.
 ``<prefix>:feed``    stream: answers (and ends) of deferred asks, one entry ``{"ask": <id>}`` each,
                      read through a consumer group; trimmed by age (retention). TTL refreshed.
 ``<prefix>:epoch``   string: a random value set once (SET NX) by the first process to use the
@@ -161,6 +173,9 @@ class Fields:
     TIMER_AT = "timer_at"
     TIMER_BY = "timer_by"
     TIMER_TRIES = "timer_tries"
+    PEND = "pend"
+    """The ask's member in the pending index (:func:`pending_member`), while it is pending (on
+    Cluster: kept)."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +218,10 @@ class Keys:
         return f"{self.prefix}:timers"
 
     @property
+    def pending(self) -> str:
+        return f"{self.prefix}:pending"
+
+    @property
     def feed(self) -> str:
         return f"{self.prefix}:feed"
 
@@ -217,3 +236,13 @@ class Keys:
     def waker(self, token: str) -> str:
         """The wake-up channel of one process (one store), named by a random ``token``."""
         return f"{self.prefix}:wake:{token}"
+
+
+def pending_member(platform: str, ask_id: str) -> str:
+    """An ask's member in the ``pending`` index: its platform, a NUL, its id."""
+    return f"{platform}\0{ask_id}"
+
+
+def platform_range(platform: str) -> tuple[str, str]:
+    """The ZLEXCOUNT bounds of one platform's members in the ``pending`` index."""
+    return f"[{platform}\0", f"({platform}\x01"

@@ -28,6 +28,7 @@ from bridge.store.base import (
     DEFAULT_TIMER_RETRY,
     NOISE_KINDS,
     RENDER_TRIES,
+    SWEEP_BATCH,
     TIMER_TRIES,
     Delivery,
     DuplicateAsk,
@@ -445,25 +446,44 @@ class MemoryStore(Store):
             ]
         return sorted(found, key=lambda r: r.created_at)
 
-    async def sweep(self, now: float | None = None) -> list[AskRecord]:
-        now = time.time() if now is None else now
-        shown: list[AskRecord] = []
+    async def count_pending(self, platform: str | None = None) -> int:
         with self._lock:
-            for ask_id in list(self._asks):
-                entry = self._live(ask_id, now)
-                if entry is None:
-                    continue
-                if entry.record.status is AskStatus.PENDING:
-                    if entry.record.expires_at <= now:
-                        self._expire(entry, now)
+            now = time.time()
+            return sum(
+                1
+                for e in self._asks.values()
+                if e.record.status is AskStatus.PENDING
+                and e.purge_at > now
+                and (platform is None or e.record.destination.platform == platform)
+            )
+
+    async def sweep_batches(
+        self, now: float | None = None, *, size: int = SWEEP_BATCH
+    ) -> AsyncIterator[list[AskRecord]]:
+        if size < 1:
+            raise ValueError(f"size must be at least 1, not {size}")
+        now = time.time() if now is None else now
+        with self._lock:
+            ask_ids = list(self._asks)
+        for start in range(0, len(ask_ids), size):
+            shown: list[AskRecord] = []
+            with self._lock:
+                for ask_id in ask_ids[start : start + size]:
+                    entry = self._live(ask_id, now)
+                    if entry is None:
+                        continue
+                    if entry.record.status is AskStatus.PENDING:
+                        if entry.record.expires_at <= now:
+                            self._expire(entry, now)
+                            shown.append(entry.record)
+                        continue
+                    if entry.handoff in ("waiter", "taken") and not entry.lease_live(time.time()):
+                        self._to_feed(entry, now)  # nobody took it, or the taker died unconfirmed
+                    wait = entry.show_in(self.render_interval, now)
+                    if wait is not None and wait <= 0:
                         shown.append(entry.record)
-                    continue
-                if entry.handoff in ("waiter", "taken") and not entry.lease_live(time.time()):
-                    self._to_feed(entry, now)  # nobody took it, or the taker died unconfirmed
-                wait = entry.show_in(self.render_interval, now)
-                if wait is not None and wait <= 0:
-                    shown.append(entry.record)
-        return shown
+            if shown:
+                yield shown
 
     async def claim_render(
         self, ask_id: str, *, now: float | None = None, message: MessageRef | None = None

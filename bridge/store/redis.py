@@ -74,6 +74,7 @@ from bridge.store.base import (
     DEFAULT_RETENTION,
     DEFAULT_TIMER_RETRY,
     RENDER_TRIES,
+    SWEEP_BATCH,
     TIMER_TRIES,
     Delivery,
     DuplicateAsk,
@@ -94,7 +95,7 @@ from bridge.store.base import (
     parse_step,
     timer_detail,
 )
-from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys
+from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys, pending_member, platform_range
 from bridge.store.redis_connect import (
     DEFAULT_MAX_CONNECTIONS,
     PIPELINE_CHUNK,
@@ -206,7 +207,8 @@ class RedisStore(Store):
             channel=self.keys.waker(secrets.token_hex(8)),
             watch=self._watch,
         )
-        self._ready = not isinstance(client, RedisCluster)
+        self._cluster = isinstance(client, RedisCluster)
+        self._ready = not self._cluster
         self._ready_lock = asyncio.Lock()
         self._follower: asyncio.Task[None] | None = None
 
@@ -292,9 +294,15 @@ class RedisStore(Store):
             *args,
         ]
 
+    def _keys(self, ask_id: str) -> list[str]:
+        """The KEYS of a script call: the ask's, and the pending index where the server lets one
+        script write both (not on Cluster: another slot)."""
+        keys = self.keys.ask_keys(ask_id)
+        return keys if self._cluster else [*keys, self.keys.pending]
+
     async def _run(self, op: str, ask_id: str, *args: Any, now: float | None = None) -> list[Any]:
         argv = self._argv(op, ask_id, args, now)
-        reply: list[Any] = await self._script(keys=self.keys.ask_keys(ask_id), args=argv)
+        reply: list[Any] = await self._script(keys=self._keys(ask_id), args=argv)
         return reply
 
     async def _run_many(
@@ -304,18 +312,18 @@ class RedisStore(Store):
         on Cluster, whose pipelines take no scripts. Each reply as :meth:`_run` gives it."""
         if not ask_ids:
             return []
-        if isinstance(self._r, RedisCluster):
+        if self._cluster:
             return list(await asyncio.gather(*(self._run(op, a, *args, now=now) for a in ask_ids)))
         argvs = [self._argv(op, ask_id, args, now) for ask_id in ask_ids]
         async with self._r.pipeline(transaction=False) as pipe:
             for ask_id, argv in zip(ask_ids, argvs, strict=True):
-                keys = self.keys.ask_keys(ask_id)
+                keys = self._keys(ask_id)
                 pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
             replies = await pipe.execute(raise_on_error=False)
         out: list[list[Any]] = []
         for ask_id, argv, reply in zip(ask_ids, argvs, replies, strict=True):
             if isinstance(reply, NoScriptError):  # it did not run: load it, run it once more
-                reply = await self._script(keys=self.keys.ask_keys(ask_id), args=argv)
+                reply = await self._script(keys=self._keys(ask_id), args=argv)
             elif isinstance(reply, Exception):
                 raise reply
             out.append(list(reply))
@@ -337,12 +345,6 @@ class RedisStore(Store):
     def _ttl_ms(self, record: AskRecord) -> int:
         return int((max(record.expires_at - time.time(), 0) + self.retention) * 1000)
 
-    async def _index(self, mapping: dict[str, float]) -> None:
-        async with self._r.pipeline(transaction=False) as pipe:
-            pipe.zadd(self.keys.due, mapping)
-            pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
-            await pipe.execute()
-
     async def _index_and_run(
         self,
         ask_id: str,
@@ -353,10 +355,10 @@ class RedisStore(Store):
         nx: bool = False,
     ) -> list[Any]:
         """ZADD to ``due``, then the script: one script call that writes both where the server
-        allows it (the index as a 5th key), two round trips on Cluster (another slot)."""
-        keys = self.keys.ask_keys(ask_id)
+        allows it (the index as the 7th key), two round trips on Cluster (another slot)."""
+        keys = self._keys(ask_id)
         ttl = _INDEX_TTL + int(self.retention)
-        if isinstance(self._r, RedisCluster):
+        if self._cluster:
             await self._r.zadd(self.keys.due, {ask_id: score}, xx=xx, nx=nx)
             if not xx:
                 await self._r.expire(self.keys.due, ttl)
@@ -367,6 +369,18 @@ class RedisStore(Store):
             keys=[*keys, self.keys.due], args=[*argv, repr(float(score)), mode, ttl]
         )
         return reply
+
+    async def _unpend(self, raws: Sequence[dict[str, str]]) -> None:
+        """On Cluster, drop ended asks from the pending index (elsewhere their script did)."""
+        if not self._cluster:
+            return
+        members = [
+            raw[Fields.PEND]
+            for raw in raws
+            if raw.get(Fields.PEND) and raw.get(Fields.STATUS, "pending") != "pending"
+        ]
+        if members:
+            await self._r.zrem(self.keys.pending, *members)
 
     async def _to_feed(self, ask_id: str) -> bool:
         """Put a finished ask on the feed, then mark it sent; a crash between repeats the XADD
@@ -380,6 +394,12 @@ class RedisStore(Store):
         if settled:
             await self._r.zrem(self.keys.due, ask_id)
         return settled
+
+    async def _index(self, mapping: dict[str, float]) -> None:
+        async with self._r.pipeline(transaction=False) as pipe:
+            pipe.zadd(self.keys.due, mapping)
+            pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
+            await pipe.execute()
 
     async def _untime(self, record: AskRecord) -> None:
         """An ask with follow-ups ended: nothing is due for it any more (a sweep that visits it
@@ -402,6 +422,7 @@ class RedisStore(Store):
     @_guarded("create")
     async def create(self, record: AskRecord) -> None:
         await self._init()
+        member = pending_member(record.destination.platform, record.id)
         detail = json.dumps(
             {
                 "destination": record.destination.model_dump(mode="json"),
@@ -421,6 +442,7 @@ class RedisStore(Store):
                 detail,
                 self._wakeups.channel,
                 record.required,
+                member,
             ),
             record.created_at,
         )
@@ -433,6 +455,11 @@ class RedisStore(Store):
         reply = await self._index_and_run(record.id, record.expires_at, argv)
         if reply[0] == "exists":
             raise DuplicateAsk(f"an ask with id {record.id!r} already exists")
+        if self._cluster and reply[1] == "pending":  # the script could not: another slot
+            async with self._r.pipeline(transaction=False) as pipe:  # one key: one node
+                pipe.zadd(self.keys.pending, {member: 0})
+                pipe.expire(self.keys.pending, _INDEX_TTL + int(self.retention))
+                await pipe.execute()
 
     @_guarded("get")
     async def get(self, ask_id: str) -> AskRecord | None:
@@ -515,6 +542,8 @@ class RedisStore(Store):
         record = codec.record(raw)
         if reply[0] == "accepted":
             await self._untime(record)
+        if reply[0] in ("accepted", "expired"):  # this submission ended it
+            await self._unpend([raw])
         if reply[0] == "accepted" and raw.get(Fields.HANDOFF) == "feed":
             await self._to_feed(ask_id)
         elif reply[0] == "expired":
@@ -570,6 +599,7 @@ class RedisStore(Store):
         if reply[0] != "closed":
             return None
         raw = codec.pairs(reply[1])
+        await self._unpend([raw])
         await self._ended(ask_id, raw)
         return codec.record(raw)
 
@@ -617,6 +647,16 @@ class RedisStore(Store):
                 codec.record(raw) for raw in raws if raw and raw[Fields.STATUS] == "pending"
             )
         return sorted(found, key=lambda r: r.created_at)
+
+    @_guarded("count_pending")
+    async def count_pending(self, platform: str | None = None) -> int:
+        """One ZCARD (or ZLEXCOUNT for a platform) of the pending index: no ask is read."""
+        await self._init()
+        if platform is None:
+            count: int = await self._r.zcard(self.keys.pending)
+        else:
+            count = await self._r.zlexcount(self.keys.pending, *platform_range(platform))
+        return count
 
     @_guarded("pending_page")
     async def pending_page(
@@ -666,48 +706,72 @@ class RedisStore(Store):
                 return PendingPage(found, None)
             start += len(batch)
 
-    @_guarded("sweep")
-    async def sweep(self, now: float | None = None) -> list[AskRecord]:
-        await self._init()
-        await self._check_epoch()
-        now = time.time() if now is None else now
+    async def sweep_batches(
+        self, now: float | None = None, *, size: int = SWEEP_BATCH
+    ) -> AsyncIterator[list[AskRecord]]:
+        """Each batch: the next ``size`` asks due in the index, settled by one pipeline of
+        per-ask scripts (one round trip; each ask still its own atomic step, in its own slot on
+        Cluster), then one pipeline updating the index."""
+        if size < 1:
+            raise ValueError(f"size must be at least 1, not {size}")
+        with _reaching("sweep"):
+            await self._init()
+            await self._check_epoch()
+            now = time.time() if now is None else now
+            while True:
+                ids = await self._r.zrangebyscore(self.keys.due, "-inf", now, start=0, num=size)
+                shown = await self._settle(ids, now)
+                if shown:
+                    yield shown
+                if len(ids) < size:
+                    return
+
+    async def _settle(self, ids: Sequence[str], now: float) -> list[AskRecord]:
+        """One batch of a sweep: each ask's ``settle`` visit, then the index brought up to date
+        (every new score is past ``now``, so the next batch sees other asks)."""
+        replies = await self._run_many(
+            "settle", ids, (self.lease_ttl, self.render_interval), now=now
+        )
         shown: list[AskRecord] = []
-        while True:
-            ids = await self._r.zrangebyscore(
-                self.keys.due, "-inf", now, start=0, num=PIPELINE_CHUNK
-            )
-            # one round trip for the whole batch (each ask still its own atomic script)
-            replies = await self._run_many(
-                "settle", ids, (self.lease_ttl, self.render_interval), now=now
-            )
-            later: dict[str, float] = {}
-            unindex: list[str] = []
-            for ask_id, reply in zip(ids, replies, strict=True):
-                verdict = reply[0]
-                if verdict == "later":
-                    later[ask_id] = float(reply[1])
-                    continue
-                if verdict in ("missing", "done"):
-                    unindex.append(ask_id)
-                    continue
-                raw = codec.pairs(reply[1])
-                if verdict in ("expired", "show"):
-                    shown.append(codec.record(raw))
-                if verdict == "expired":
-                    await self._untime(shown[-1])
-                settled = _settled(raw)
-                if raw.get(Fields.HANDOFF) == "feed":
-                    settled = await self._to_feed(ask_id)
-                elif settled:
-                    unindex.append(ask_id)
-                if not settled:  # to show: visit again should nobody mark it shown
-                    later[ask_id] = now + self.render_interval
-            if unindex:
-                await self._r.zrem(self.keys.due, *unindex)
-            if later:  # every new score is past ``now``, so the next round sees other asks
-                await self._index(later)
-            if len(ids) < PIPELINE_CHUNK:
-                return shown
+        later: dict[str, float] = {}
+        unindex: list[str] = []
+        ended: list[dict[str, str]] = []
+        untime: list[str] = []  # expired with follow-ups: nothing is due for them any more
+        for ask_id, reply in zip(ids, replies, strict=True):
+            verdict = reply[0]
+            if verdict == "later":
+                later[ask_id] = float(reply[1])
+                continue
+            if verdict in ("missing", "done"):
+                unindex.append(ask_id)
+                if verdict == "done" and reply[1]:
+                    ended.append({Fields.PEND: reply[1], Fields.STATUS: "ended"})
+                continue
+            raw = codec.pairs(reply[1])
+            ended.append(raw)
+            if verdict in ("expired", "show"):
+                shown.append(codec.record(raw))
+            if verdict == "expired" and shown[-1].follow_ups is not None:
+                untime.append(ask_id)
+            settled = _settled(raw)
+            if raw.get(Fields.HANDOFF) == "feed":
+                settled = await self._to_feed(ask_id)
+            elif settled:
+                unindex.append(ask_id)
+            if not settled:  # to show: visit again should nobody mark it shown
+                later[ask_id] = now + self.render_interval
+        await self._unpend(ended)
+        if unindex or later or untime:
+            async with self._r.pipeline(transaction=False) as pipe:
+                if untime:
+                    pipe.zrem(self.keys.timers, *untime)
+                if unindex:
+                    pipe.zrem(self.keys.due, *unindex)
+                if later:
+                    pipe.zadd(self.keys.due, later)
+                    pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
+                await pipe.execute()
+        return shown
 
     @_guarded("claim_render")
     async def claim_render(
@@ -722,7 +786,7 @@ class RedisStore(Store):
             posted = (message.model_dump_json(), detail)
         argv = self._argv("claim", ask_id, (self.render_interval, token, *posted), now)
         if message is None:
-            reply = await self._script(keys=self.keys.ask_keys(ask_id), args=argv)
+            reply = await self._script(keys=self._keys(ask_id), args=argv)
         else:  # it may learn the message here: indexed, so a failed render is retried by a sweep
             mark = time.time() + self.render_interval
             reply = await self._index_and_run(ask_id, mark, argv, nx=True)
