@@ -32,14 +32,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bridge import metrics
 from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed
+from bridge.followups import follow_ups, parse_destination
 from bridge.models import Question, QuestionSet
 from bridge.poster import Poster
-from bridge.record import MAX_REQUIRED, AskRecord, AskStatus, Destination, MessageRef
+from bridge.record import MAX_REQUIRED, AskRecord, AskStatus, Destination, FollowUps, MessageRef
 from bridge.rendering import show_final
 from bridge.result import AskUserAnswered
 from bridge.store.base import Store
@@ -56,7 +57,12 @@ class AskPolicy(BaseModel):
     question and no typed text anywhere; a typed answer is recorded and shown but never counts.
     With K = 1 the first complete answer is taken, typed or not. ``tell_model_who``: the model's
     result also names who answered (``answered_by``: user id, name, time); the host always
-    gets it (``ToolOutcome.answered``, the feed's record, ``ask-bridge show``)."""
+    gets it (``ToolOutcome.answered``, the feed's record, ``ask-bridge show``).
+
+    How to follow up while nobody answers (:mod:`bridge.followups`): reminders every
+    ``remind_after`` seconds, at most ``remind_times``; the ask posted again at ``escalate_to``
+    after ``escalate_after`` seconds -- a :class:`Destination`, or text such as ``C0MANAGERS``,
+    ``user:U0BOSS`` or ``discord:123`` read by :func:`bridge.followups.parse_destination`."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -69,6 +75,28 @@ class AskPolicy(BaseModel):
         default=1, ge=1, le=MAX_REQUIRED, description="people who must agree on one answer"
     )
     tell_model_who: bool = False
+    remind_after: float | None = Field(default=None, gt=0)
+    remind_times: int = Field(default=3, ge=1, le=100)
+    escalate_after: float | None = Field(default=None, gt=0)
+    escalate_to: Destination | str | None = None
+
+    @model_validator(mode="after")
+    def _escalation(self) -> AskPolicy:
+        if (self.escalate_after is None) != (self.escalate_to is None):
+            raise ValueError("escalate_after and escalate_to go together: give both or neither")
+        if isinstance(self.escalate_to, str):
+            parse_destination(self.escalate_to, "any")  # a clear error now, not at ask time
+        return self
+
+    def follow_ups(self, platform: str) -> FollowUps | None:
+        """The reminders and escalation of an ask posted on ``platform``, if any."""
+        return follow_ups(
+            platform=platform,
+            remind_after=self.remind_after,
+            remind_times=self.remind_times,
+            escalate_after=self.escalate_after,
+            escalate_to=self.escalate_to,
+        )
 
 
 def check_required(policy: AskPolicy, poster: Poster) -> None:
@@ -131,6 +159,7 @@ class ChatHandler:
             answerers=policy.answerers,
             required=policy.required,
             tell_model_who=policy.tell_model_who,
+            follow_ups=policy.follow_ups(self.destination.platform),
             created_at=now,
             expires_at=now + policy.expires,
             deferred=policy.mode == "defer",

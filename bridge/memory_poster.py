@@ -20,6 +20,7 @@ class MemoryPoster(Poster):
         self.fail_post = fail_post
         self.posts: list[AskRecord] = []
         self.updates: list[AskRecord] = []
+        self.reminders: list[tuple[AskRecord, int]] = []
         self._ids = itertools.count(1)
         self._posted: dict[str, asyncio.Event] = {}
         self._any_post = asyncio.Condition()
@@ -36,6 +37,9 @@ class MemoryPoster(Poster):
 
     async def update(self, record: AskRecord) -> None:
         self.updates.append(record)
+
+    async def remind(self, record: AskRecord, n: int) -> None:
+        self.reminders.append((record, n))
 
     def _event(self, ask_id: str) -> asyncio.Event:
         return self._posted.setdefault(ask_id, asyncio.Event())

@@ -142,6 +142,19 @@ def deferred(record: AskRecord) -> None:
     step("deferred", record, outcome="to the feed")
 
 
+def reminded(record: AskRecord, n: int) -> None:
+    """Reminder ``n`` of ``record`` was posted in its message's thread."""
+    step("reminded", record, outcome=f"reminder {n}")
+
+
+def escalated(record: AskRecord) -> None:
+    """``record`` was posted again at its escalation destination."""
+    follow = record.follow_ups
+    where = follow.escalate_to if follow is not None else None
+    to = (where.channel or where.user or "") if where is not None else ""
+    step("escalated", record, outcome=f"to {where.platform}:{to}" if where else "")
+
+
 def poster_platform(ask: AskRecord | str) -> str:
     """The platform of an ask given as a record (an id alone does not say)."""
     return ask.destination.platform if isinstance(ask, AskRecord) else UNKNOWN

@@ -1,9 +1,11 @@
 """The interface a chat platform implements to show asks to people.
 
-The engine calls :meth:`Poster.post` once per ask and :meth:`Poster.update` whenever the ask ends
-(answered, expired, cancelled) so the message shows the outcome and no live controls -- and, for an
-ask that needs several people, whenever a submission is recorded, so the pending message lists
-them. Clicks come back the other way: the platform's interaction handler calls the store directly.
+The engine calls :meth:`Poster.post` once per ask (and once more at an escalation's destination)
+and :meth:`Poster.update` on each of its messages whenever the ask ends (answered, expired,
+cancelled) so every message shows the outcome and no live controls -- and, for an ask that needs
+several people, whenever a submission is recorded, so the pending message lists them. The sweeper
+calls :meth:`Poster.remind` for each reminder (:mod:`bridge.followups`). Clicks come back the other
+way: the platform's interaction handler calls the store directly.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ class Poster(ABC):
 
     @abstractmethod
     async def update(self, record: AskRecord) -> None:
-        """Re-render the posted message for the record's current status (final, or pending with
-        the submissions of an ask that needs several people)."""
+        """Re-render the posted message ``record.message`` for the record's current status
+        (final, or pending with the submissions of an ask that needs several people); the caller
+        passes a copy naming each message of the ask in turn."""
 
     def individual(self, answerer: str) -> bool:
         """Whether ``answerer`` (an id of ``AskPolicy.answerers``) names one person on this
@@ -31,3 +34,10 @@ class Poster(ABC):
         could never be answered, and is refused before it is posted. ``False`` (the default)
         when the platform cannot tell."""
         return False
+
+    async def remind(self, record: AskRecord, n: int) -> None:
+        """Post reminder ``n`` as a reply to ``record.message`` (in its thread): it mentions who
+        may answer -- or the channel's people when anyone may -- and says the question still
+        waits, and since when (:meth:`bridge.replies.Replies.reminder`), notifying nobody else.
+        A platform that cannot reply raises ``NotImplementedError`` (the sweeper logs it)."""
+        raise NotImplementedError(f"{self.platform} cannot post reminders")

@@ -1,4 +1,5 @@
-"""What people are told: refusals sent privately, and the outcome line an ended message shows.
+"""What people are told: refusals sent privately, the outcome line an ended message shows, and
+reminders.
 
 The words are the same on every platform; only how a user or group is mentioned, and how text
 from the model or a teammate is made safe, differ, so a platform builds one :class:`Replies` with
@@ -152,6 +153,21 @@ class Replies:
         if record.status is AskStatus.CANCELLED:
             return "This question was cancelled."
         return None
+
+    def reminder(self, record: AskRecord, n: int, *, asker: str, since: str, here: str) -> str:
+        """Reminder ``n`` (:mod:`bridge.followups`): who may answer -- or ``here``, the
+        platform's way to reach the channel's people when anyone may answer (may be empty) --
+        and that the question from ``asker`` (already escaped by the platform) still waits,
+        ``since`` when (the platform's timestamp markup)."""
+        shown = record.answerers[:MAX_ANSWERERS_SHOWN]
+        who = ", ".join(self.mention(a) for a in shown) if shown else here
+        more = len(record.answerers) - len(shown)
+        if more > 0:
+            who += f" and {more} more"
+        times = record.follow_ups.remind_times if record.follow_ups is not None else 1
+        count = f" (reminder {n} of {times})" if times > 1 else ""
+        lead = f"{who}: the" if who else "The"
+        return f"⏰ {lead} question from {asker} still waits for an answer, since {since}.{count}"
 
     def outcome(self, record: AskRecord) -> str:
         """The line an ended message shows under its questions."""

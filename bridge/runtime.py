@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -65,8 +65,11 @@ def chat_policy(
     answerers: Sequence[str] = (),
     required: int = 1,
     tell_model_who: bool = False,
+    follow_ups: Mapping[str, Any] | None = None,
 ) -> AskPolicy:
     """The :class:`AskPolicy` for a process's chat handler (``None``: the policy's defaults).
+    ``follow_ups``: its reminder and escalation fields (``remind_after``, ``remind_times``,
+    ``escalate_after``, ``escalate_to``), checked as the policy checks them.
 
     A wait never outlasts the ask; a wait that runs out closes the ask as expired when nothing
     could take a deferred answer (standalone) or when the ask would have expired anyway. Raises
@@ -98,6 +101,7 @@ def chat_policy(
         answerers=tuple(answerers),
         required=required,
         tell_model_who=tell_model_who,
+        **(follow_ups or {}),
     )
 
 
@@ -247,6 +251,7 @@ class Runtime:
         answerers: Sequence[str] = (),
         required: int = 1,
         tell_model_who: bool = False,
+        follow_ups: Mapping[str, Any] | None = None,
     ) -> AskPolicy:
         """:func:`chat_policy` for this process."""
         return chat_policy(
@@ -257,6 +262,7 @@ class Runtime:
             answerers=answerers,
             required=required,
             tell_model_who=tell_model_who,
+            follow_ups=follow_ups,
         )
 
     async def reachable(self) -> None:
@@ -282,16 +288,22 @@ class Runtime:
 
     @asynccontextmanager
     async def own_clicks(
-        self, platform: Platform, *, sweep_interval: float = DEFAULT_SWEEP_INTERVAL
+        self,
+        platform: Platform,
+        *also: Platform,
+        sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
     ) -> AsyncIterator[Serving]:
-        """Standalone: receive ``platform``'s clicks and sweep the store here, for the context's
-        length (see :func:`serving`). With a shared store that is ``serve``'s job: nothing runs,
-        and the :class:`Serving` yielded guards nothing."""
+        """Standalone: receive ``platform``'s clicks (and those of ``also``: where an escalation
+        posts the ask again) and sweep the store here, for the context's length (see
+        :func:`serving`). With a shared store that is ``serve``'s job: nothing runs, and the
+        :class:`Serving` yielded guards nothing."""
         if not self.standalone:
             yield Serving({})
             return
-        self.check(platform)
-        async with serving([platform], self.store, sweep_interval=sweep_interval) as receiving:
+        every = [platform, *(p for p in also if p.name != platform.name)]
+        for each in every:
+            self.check(each)
+        async with serving(every, self.store, sweep_interval=sweep_interval) as receiving:
             yield receiving
 
     async def aclose(self) -> None:

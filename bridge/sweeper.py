@@ -1,13 +1,21 @@
-"""The sweeper: expire asks past ``expires_at``, finish hand-offs that a dead process left, and
-show final states nobody showed.
+"""The sweeper: expire asks past ``expires_at``, finish hand-offs that a dead process left, show
+final states nobody showed, and post the reminders and escalations that are due.
 
 Run one in every replica (``ask-bridge serve`` does); they may overlap freely, because the store
 expires each ask in one atomic step, and each final state is shown through one claim
-(:func:`bridge.rendering.show_final`) with the poster registered for the ask's platform. (An ask
+(:func:`bridge.rendering.show_final`) with the posters of every configured platform. (An ask
 that a click finds past ``expires_at`` before any sweep is expired by that submission instead, and
 re-rendered by whoever handled the click: see :meth:`bridge.store.base.Store.submit`.) An ask whose
 final state was stored but never shown -- the replica that ended it was killed before it rendered
 -- comes back from a later sweep and is rendered then.
+
+Reminders and escalations (:mod:`bridge.followups`) come from the store's due-time index
+(:meth:`~bridge.store.base.Store.claim_timers`): each is claimed by one sweeper, posted through
+the poster of the platform it goes to, then marked done
+(:meth:`~bridge.store.base.Store.timer_done`).
+A sweeper killed between posting and marking leaves a claim that another claims again after the
+store's timer-retry interval, so nothing is lost; the step is posted twice only then. A post
+that fails is logged and tried again the same way.
 """
 
 from __future__ import annotations
@@ -19,9 +27,9 @@ from collections.abc import Mapping
 from bridge import metrics
 from bridge.backoff import StateLog
 from bridge.poster import Poster
-from bridge.record import AskRecord
+from bridge.record import AskRecord, AskStatus
 from bridge.rendering import show_final
-from bridge.store.base import Store, StoreUnavailable
+from bridge.store.base import Store, StoreUnavailable, TimerClaim
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +47,9 @@ class Sweeper:
         self.posters = dict(posters or {})
         self.interval = interval
         self.renders = renders
-        """Final states shown at once: an expiry storm re-renders concurrently, this many
-        message updates in flight (each platform's client paces them to its rate limits)."""
+        """Final states shown (and reminders or escalations posted) at once: an expiry storm
+        re-renders concurrently, this many message updates in flight (each platform's client
+        paces them to its rate limits)."""
 
     async def sweep_once(self, now: float | None = None) -> list[AskRecord]:
         """Sweep at ``now`` (default: the clock) and show the final state of each ask the sweep
@@ -52,8 +61,7 @@ class Sweeper:
 
         async def renderer() -> None:
             for i in todo:  # shared: each record goes to one renderer
-                poster = self.posters.get(records[i].destination.platform)
-                done[i] = poster is not None and await show_final(self.store, poster, records[i])
+                done[i] = await show_final(self.store, self.posters, records[i])
 
         await asyncio.gather(*(renderer() for _ in range(min(self.renders, len(records)))))
         shown: list[AskRecord] = []
@@ -62,7 +70,60 @@ class Sweeper:
                 shown.append(record)
                 if record.status.value == "expired":
                     metrics.ended(record)
+        await self.follow_up(now)
         return shown
+
+    async def follow_up(self, now: float | None = None) -> int:
+        """Claim the reminders and escalations due at ``now`` (default: the clock) and post
+        them; how many were posted (another sweeper's claims are not among them)."""
+        claims = iter(await self.store.claim_timers(now))
+        posted = 0
+
+        async def poster() -> None:
+            nonlocal posted
+            for claim in claims:  # shared: each claim goes to one task
+                posted += await self._post(claim, now)
+
+        await asyncio.gather(*(poster() for _ in range(self.renders)))
+        return posted
+
+    async def _post(self, claim: TimerClaim, now: float | None) -> bool:
+        """Post one claimed step and mark it done; a failure is logged (the claim is tried
+        again after the store's timer-retry interval)."""
+        record = claim.record
+        try:
+            if claim.kind == "remind":
+                if record.message is None:
+                    return False  # claimed only once posted: cannot happen
+                where = record.message.platform
+                poster = self.posters.get(where)
+                if poster is None:
+                    log.warning("ask %s: no %s poster here to remind with", record.id, where)
+                    return False
+                await poster.remind(record, claim.n)
+                await self.store.timer_done(claim, now=now)
+                metrics.reminded(record, claim.n)
+                return True
+            follow = record.follow_ups
+            to = follow.escalate_to if follow is not None else None
+            if to is None:
+                return False  # claimed only with a destination: cannot happen
+            poster = self.posters.get(to.platform)
+            if poster is None:
+                log.warning("ask %s: no %s poster here to escalate to", record.id, to.platform)
+                return False
+            message = await poster.post(record.model_copy(update={"destination": to}))
+            done = await self.store.timer_done(claim, message, now=now)
+            metrics.escalated(record)
+            if done is not None and done.status is not AskStatus.PENDING:
+                await show_final(self.store, self.posters, done)  # it ended while posting
+            return True
+        except StoreUnavailable:
+            raise
+        except Exception:
+            log.exception("ask %s: could not post %s; trying again later", record.id, claim.step)
+            metrics.platform_error(metrics.platform_of(record), "post")
+            return False
 
     async def run(self) -> None:
         """Sweep every ``interval`` seconds until cancelled; a failed round is logged, not fatal

@@ -93,6 +93,34 @@ def register(sub: Any) -> None:
         help="block: wait for the answer (default); defer: exit 3 at once, the answer going to "
         "the answers feed (needs REDIS_URL and a running `serve`)",
     )
+    p.add_argument(
+        "--remind-after",
+        type=float,
+        metavar="S",
+        help="while nobody answers, reply in the message's thread every S seconds mentioning "
+        "who may answer (anyone: the channel's people), at most --remind-times times; fired by "
+        "the sweeper (`serve`, or this process without REDIS_URL)",
+    )
+    p.add_argument(
+        "--remind-times",
+        type=int,
+        default=3,
+        metavar="N",
+        help="reminders at most (default 3)",
+    )
+    p.add_argument(
+        "--escalate-after",
+        type=float,
+        metavar="S",
+        help="S seconds after asking, post the same question set to --escalate-to as well; "
+        "either message answers it",
+    )
+    p.add_argument(
+        "--escalate-to",
+        metavar="DEST",
+        help="where to escalate: a channel id, user:ID for a person's DM, optionally after "
+        "another platform and a colon (discord:123456, slack:user:U0BOSS)",
+    )
     p.add_argument("--asker", default="ask-bridge", help="name shown as who asks")
     p.add_argument("file", metavar="FILE|-", help='{"questions": [...]} or a bare array')
     p.set_defaults(func=run)
@@ -152,11 +180,18 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
             answerers=args.answerer,
             required=args.required,
             tell_model_who=args.answered_by,
+            follow_ups=_follow_ups(args),
         )
+        escalation = policy.follow_ups(platform.name)
     except ValueError as exc:
-        print(f"ask-bridge ask: {exc}", file=sys.stderr)
+        print(f"ask-bridge ask: {one_line_error(exc)}", file=sys.stderr)
         return FAILED
+    also = []  # standalone, this process also receives the clicks where it escalates
+    if escalation is not None and escalation.escalate_to is not None:
+        also.append(resolve_platform(escalation.escalate_to.platform))
     runtime.check(platform)  # before anything is posted
+    for other in also:
+        runtime.check(other)
     destination = Destination(
         platform=platform.name, channel=args.channel, thread=args.thread, user=args.user
     )
@@ -169,13 +204,40 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
     (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
     async with stop_on_signals():
         try:
-            async with runtime.own_clicks(platform) as receiving, shown():
+            async with runtime.own_clicks(platform, *also) as receiving, shown():
                 return await _outcome(receiving.guard(tool.ainvoke(questions)))
         finally:
             await runtime.aclose()
     # a signal stopped it: the handler closed the ask as cancelled and re-rendered it
     print("ask-bridge ask: cancelled; the question set was closed", file=sys.stderr)
     return ENDED
+
+
+def _follow_ups(args: argparse.Namespace) -> dict[str, Any]:
+    """The policy's reminder and escalation fields given on the command line."""
+    given = {
+        "remind_after": args.remind_after,
+        "escalate_after": args.escalate_after,
+        "escalate_to": args.escalate_to,
+    }
+    found: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    if args.remind_times != 3:
+        found["remind_times"] = args.remind_times
+    return found
+
+
+def one_line_error(exc: ValueError) -> str:
+    """A policy's validation error in one line, named by the option it came from."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    parts = []
+    for error in exc.errors():
+        where = "/".join(f"--{str(loc).replace('_', '-')}" for loc in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
 
 
 async def _outcome(asking: Awaitable[ToolOutcome]) -> int:

@@ -177,10 +177,12 @@ async def _rerender(store: Any, record: Any) -> None:
     from bridge.platform import PlatformUnavailable, resolve_platform
     from bridge.rendering import show_final
 
-    try:
-        poster = resolve_platform(record.destination.platform).poster()
-    except PlatformUnavailable as exc:
-        print(f"note: message not re-rendered here ({exc}); a sweeper will", file=sys.stderr)
-        return
-    if not await show_final(store, poster, record):
+    posters = {}
+    for platform in sorted({m.platform for m in record.messages}):  # escalations' too
+        try:
+            posters[platform] = resolve_platform(platform).poster()
+        except PlatformUnavailable as exc:
+            print(f"note: message not re-rendered here ({exc}); a sweeper will", file=sys.stderr)
+            return
+    if not await show_final(store, posters, record):
         print("note: message not re-rendered here; a sweeper will", file=sys.stderr)

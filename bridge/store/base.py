@@ -534,9 +534,10 @@ class Store(ABC):
 
     @abstractmethod
     async def timer_done(
-        self, claim: TimerClaim, message: MessageRef | None = None
+        self, claim: TimerClaim, message: MessageRef | None = None, *, now: float | None = None
     ) -> AskRecord | None:
-        """The claimed step was posted: log ``reminded`` or ``escalated`` (once; safe to retry),
+        """The claimed step was posted at ``now`` (default: the clock; the next reminder is due
+        ``remind_after`` seconds later): log ``reminded`` or ``escalated`` (once; safe to retry),
         record an escalation's ``message`` among the ask's :attr:`~AskRecord.escalations`, and
         schedule the next step. Also when the ask ended meanwhile: the escalation's message is
         then recorded and its final state is due to be shown again (through

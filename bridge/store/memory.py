@@ -592,10 +592,10 @@ class MemoryStore(Store):
         entry.timer_tries = 0
 
     async def timer_done(
-        self, claim: TimerClaim, message: MessageRef | None = None
+        self, claim: TimerClaim, message: MessageRef | None = None, *, now: float | None = None
     ) -> AskRecord | None:
         with self._lock:
-            now = time.time()
+            now = time.time() if now is None else now
             entry = self._live(claim.ask_id, now)
             if entry is None:
                 return None

@@ -835,12 +835,12 @@ class RedisStore(Store):
 
     @_guarded("timer_done")
     async def timer_done(
-        self, claim: TimerClaim, message: MessageRef | None = None
+        self, claim: TimerClaim, message: MessageRef | None = None, *, now: float | None = None
     ) -> AskRecord | None:
         await self._init()
         detail = json.dumps(timer_detail(claim, message))
         posted = message.model_dump_json() if message is not None else ""
-        reply = await self._run("timer_done", claim.ask_id, claim.step, posted, detail)
+        reply = await self._run("timer_done", claim.ask_id, claim.step, posted, detail, now=now)
         if reply[0] != "ok":
             return None
         record = codec.record(codec.pairs(reply[2]))

@@ -7,7 +7,7 @@ import discord
 from bridge.poster import Poster
 from bridge.record import AskRecord, MessageRef
 from platforms.discord.client import RestClient
-from platforms.discord.render import render_message
+from platforms.discord.render import reminder_content, render_message
 from platforms.discord.text import is_user
 
 PLATFORM = "discord"
@@ -71,6 +71,22 @@ class DiscordPoster(Poster):
             embeds=message.embeds,
             view=message.view,
             allowed_mentions=message.allowed_mentions,
+        )
+
+    async def remind(self, record: AskRecord, n: int) -> None:
+        """A reply to the message (in its channel or thread), notifying exactly the answerers."""
+        if record.message is None:
+            return
+        client = await self.rest.get()
+        channel_id = snowflake(record.message.channel, "channel")
+        content, allowed = reminder_content(record, n)
+        reference = discord.MessageReference(
+            message_id=snowflake(record.message.message_id, "message"),
+            channel_id=channel_id,
+            fail_if_not_exists=False,
+        )
+        await client.get_partial_messageable(channel_id).send(
+            content=content, reference=reference, allowed_mentions=allowed
         )
 
     async def aclose(self) -> None:

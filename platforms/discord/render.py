@@ -117,6 +117,20 @@ def asker(record: AskRecord) -> str:
     return fit(replies.asker(record), 80)
 
 
+def reminder_content(record: AskRecord, n: int) -> tuple[str, discord.AllowedMentions]:
+    """Reminder ``n`` for a reply to the message, and the mentions it may notify: exactly the
+    answerers shown (``<@id>``, ``<@&role>``). When anyone may answer it mentions nobody: a
+    bot's ``@here`` needs the Mention Everyone permission and would notify every online member
+    who can see the channel, so the reply (which shows as new in the channel) is the nudge.
+    The time the question was asked shows in each reader's own zone (``<t:…:f>``)."""
+    at = int(record.created_at)
+    since = f"<t:{at}:f> (<t:{at}:R>)"
+    text = REPLIES.reminder(
+        record, n, asker=fit(replies.asker(record), 80, markdown=True), since=since, here=""
+    )
+    return text, answerer_mentions(record.answerers[:MAX_ANSWERERS_SHOWN])
+
+
 def render_message(record: AskRecord) -> Message:
     """The message for the record's status, at the most generous level that fits."""
     for caps in LEVELS:

@@ -6,7 +6,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.poster import Poster
 from bridge.record import AskRecord, MessageRef
-from platforms.slack.render import render_message
+from platforms.slack.render import reminder_text, render_message
 from platforms.slack.text import is_user
 
 PLATFORM = "slack"
@@ -57,4 +57,16 @@ class SlackPoster(Poster):
             ts=record.message.message_id,
             text=message.text,
             blocks=message.blocks,
+        )
+
+    async def remind(self, record: AskRecord, n: int) -> None:
+        """A reply in the message's thread (the thread it was posted in, if it was)."""
+        if record.message is None:
+            return
+        await self.client.chat_postMessage(
+            channel=record.message.channel,
+            thread_ts=record.message.extra.get("thread") or record.message.message_id,
+            text=reminder_text(record, n),
+            unfurl_links=False,
+            unfurl_media=False,
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -88,6 +89,24 @@ def blocks_cost(blocks: Sequence[Block]) -> int:
 
 def asker(record: AskRecord) -> str:
     return fit(replies.asker(record), 80)
+
+
+def reminder_text(record: AskRecord, n: int) -> str:
+    """Reminder ``n`` for a thread reply: the answerers' mentions (``<@U…>``,
+    ``<!subteam^S…>``), or ``<!here>`` when anyone may answer in a channel (nobody in a DM: the
+    DM notifies its person anyway); the time the question was asked in each reader's own zone.
+    Every other character is escaped, so the reply pings nobody else."""
+    at = int(record.created_at)
+    fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+    since = f"<!date^{at}^{{date_short_pretty}} at {{time}}|{fallback}>"
+    here = "<!here>" if record.message is not None and not _is_dm(record) else ""
+    return REPLIES.reminder(record, n, asker=asker(record), since=since, here=here)
+
+
+def _is_dm(record: AskRecord) -> bool:
+    dest = record.destination
+    channel = record.message.channel if record.message is not None else dest.channel or ""
+    return channel.startswith("D") or (dest.user is not None and not dest.channel)
 
 
 def render_message(record: AskRecord) -> Message:

@@ -1,0 +1,148 @@
+"""Reminders and escalation end to end over every store backend, through the chat handler, the
+sweeper and in-memory posters: each step posted once across sweepers, the escalation answered
+like the first message, and every message of the ask shown ended."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from engine_fixtures import StoreFactory, questions
+from pydantic import ValidationError
+
+from bridge.asking import AskPolicy, ChatHandler
+from bridge.deferred import AskUserDeferred
+from bridge.followups import parse_destination
+from bridge.memory_poster import MemoryPoster
+from bridge.models import Answer
+from bridge.record import AskStatus, Destination, Responder
+from bridge.rendering import show_final
+from bridge.sweeper import Sweeper
+
+ALICE = Responder(user_id="U_ALICE", name="Alice")
+YES = (Answer(question="Question number 0?", selected=("Yes",)),)
+HERE = Destination(platform="memory", channel="C1")
+
+
+async def ask(handler: ChatHandler) -> str:
+    deferred = await handler(questions().questions, {"asker": "Deploy bot"})
+    assert isinstance(deferred, AskUserDeferred)
+    return str(deferred.extra["ask_id"])
+
+
+async def test_reminders_and_escalation_fire_once_across_sweepers(
+    make_store: StoreFactory,
+) -> None:
+    first, second = await make_store(), await make_store()
+    mine, theirs = MemoryPoster("memory"), MemoryPoster("other")
+    posters = {"memory": mine, "other": theirs}
+    policy = AskPolicy(
+        mode="defer",
+        answerers=("U_ALICE",),
+        remind_after=60,
+        remind_times=2,
+        escalate_after=90,
+        escalate_to="other:user:U_BOSS",
+    )
+    ask_id = await ask(ChatHandler(mine, first, HERE, policy))
+    created = (await first.get(ask_id)).created_at  # type: ignore[union-attr]
+    sweepers = [Sweeper(first, posters), Sweeper(second, posters)]
+
+    async def sweep(at: float) -> None:
+        await asyncio.gather(*(s.sweep_once(now=at) for s in sweepers for _ in range(2)))
+
+    await sweep(created + 59)
+    assert mine.reminders == [] and theirs.posts == []
+    await sweep(created + 61)
+    assert [(r.id, n) for r, n in mine.reminders] == [(ask_id, 1)]
+    await sweep(created + 91)
+    (escalated,) = theirs.posts
+    assert escalated.id == ask_id
+    assert escalated.destination == Destination(platform="other", user="U_BOSS")
+    assert len(mine.reminders) == 1  # the next reminder is due 60 s after the first was posted
+    await sweep(created + 120)
+    assert len(mine.reminders) == 1
+    await sweep(created + 122)
+    await sweep(created + 500)
+    assert [n for _, n in mine.reminders] == [1, 2]  # remind_times: no third
+    record = await first.get(ask_id)
+    assert record is not None and record.reminded == 2 and len(record.messages) == 2
+    kinds = [e.kind for e in await first.history(ask_id)]
+    assert kinds.count("reminded") == 2 and kinds.count("escalated") == 1
+
+
+async def test_an_answer_shows_ended_on_both_messages(make_store: StoreFactory) -> None:
+    store = await make_store(render_interval=0.2)
+    mine, theirs = MemoryPoster("memory"), MemoryPoster("other")
+    policy = AskPolicy(mode="defer", escalate_after=30, escalate_to="other:C_MANAGERS")
+    ask_id = await ask(ChatHandler(mine, store, HERE, policy))
+    created = (await store.get(ask_id)).created_at  # type: ignore[union-attr]
+    sweeper = Sweeper(store, {"memory": mine, "other": theirs})
+    await sweeper.sweep_once(now=created + 31)
+    (escalation,) = (await store.get(ask_id)).escalations  # type: ignore[union-attr]
+    answered = await store.submit(ask_id, ALICE, YES)  # clicked on either: routed by ask id
+    assert answered.record is not None
+    # a click handler holds one platform's poster: it shows its own message, not the other's
+    assert not await show_final(store, mine, answered.record)
+    assert [u.message for u in mine.updated(ask_id)] == [answered.record.message]
+    assert theirs.updated(ask_id) == []
+    # so the sweeper, holding every platform's poster, shows it on both (once the claim lapsed)
+    await asyncio.sleep(0.3)
+    await sweeper.sweep_once(now=time.time() + 31)  # past the answer's lease: nobody took it
+    (shown,) = theirs.updated(ask_id)
+    assert shown.message == escalation and shown.status is AskStatus.ANSWERED
+    assert mine.updated(ask_id)[-1].status is AskStatus.ANSWERED
+    await asyncio.sleep(0.3)
+    assert await sweeper.sweep_once(now=time.time() + 62) == []  # marked shown
+    assert len(theirs.updated(ask_id)) == 1
+
+
+async def test_an_escalation_whose_post_fails_is_tried_again(make_store: StoreFactory) -> None:
+    store = await make_store(timer_retry=5)
+    mine = MemoryPoster("memory")
+    broken = MemoryPoster("other", fail_post=RuntimeError("channel_not_found"))
+    policy = AskPolicy(mode="defer", escalate_after=30, escalate_to="other:C_GONE")
+    ask_id = await ask(ChatHandler(mine, store, HERE, policy))
+    created = (await store.get(ask_id)).created_at  # type: ignore[union-attr]
+    sweeper = Sweeper(store, {"memory": mine, "other": broken})
+    assert await sweeper.follow_up(created + 31) == 0
+    broken.fail_post = None
+    assert await sweeper.follow_up(created + 33) == 0  # claimed: not before the retry interval
+    assert await sweeper.follow_up(created + 37) == 1
+    assert len(broken.posts) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("C0MANAGERS", Destination(platform="slack", channel="C0MANAGERS")),
+        ("user:U0BOSS", Destination(platform="slack", user="U0BOSS")),
+        ("discord:123456", Destination(platform="discord", channel="123456")),
+        ("discord:user:42", Destination(platform="discord", user="42")),
+        ("slack:U0BOSS", Destination(platform="slack", channel="U0BOSS")),
+    ],
+)
+def test_escalation_destinations(text: str, expected: Destination) -> None:
+    assert parse_destination(text, "slack") == expected
+
+
+@pytest.mark.parametrize("text", ["", "user:", "discord:", "C0 MANAGERS", "<!channel>", "#ops"])
+def test_a_bad_escalation_destination_is_refused_clearly(text: str) -> None:
+    with pytest.raises(ValueError, match="give a channel id or user:ID"):
+        parse_destination(text, "slack")
+
+
+def test_policy_follow_ups_are_checked() -> None:
+    with pytest.raises(ValidationError, match="go together"):
+        AskPolicy(escalate_after=60)
+    with pytest.raises(ValidationError, match="go together"):
+        AskPolicy(escalate_to="C1")
+    with pytest.raises(ValidationError, match="greater than 0"):
+        AskPolicy(remind_after=0)
+    with pytest.raises(ValidationError, match="give a channel id"):
+        AskPolicy(escalate_after=60, escalate_to="#ops")
+    assert AskPolicy().follow_ups("slack") is None
+    follow = AskPolicy(remind_after=900, escalate_after=3600, escalate_to="C0MGR").follow_ups("x")
+    assert follow is not None and follow.escalate_to == Destination(platform="x", channel="C0MGR")
+    assert follow.remind_times == 3
