@@ -186,7 +186,7 @@ class Answering:
         except Unavailable:
             return self._verdict(Outcome.UNAVAILABLE, None)
 
-    @metrics.judged
+    @metrics.judged_read
     async def open_form(self, ask_id: str, who: Caller, question: int | None = None) -> Verdict:
         """May ``who`` open the answer form (of one question, or of the whole set)? ``OPEN`` with
         the record to render, or the refusal."""

@@ -33,7 +33,8 @@ ANSWER_BUCKETS = (5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14400.0, 
 ASKS_CREATED = Counter("ask_bridge_asks_created", "Asks created", ["platform"])
 ASKS_ENDED = Counter(
     "ask_bridge_asks_ended",
-    "Asks ended, by how: answered, expired, cancelled (counted by the process that ended them)",
+    "Asks ended, by how: answered, expired, cancelled (counted by the process that ended them: "
+    "an expiry by the sweep that found it, or by the click that found it past its expiry)",
     ["platform", "status"],
 )
 CLICKS = Counter(
@@ -53,7 +54,8 @@ ACK_LATENCY = Histogram(
 )
 ANSWER_TO_RESUME = Histogram(
     "ask_bridge_answer_to_resume_seconds",
-    "From the answering click to the waiting tool call returning the answers",
+    "From the answering click to the waiting tool call returning the answers (observed by the "
+    "process whose call waited: ask, mcp, an agent's own)",
     ["platform"],
     buckets=LATENCY_BUCKETS,
 )
@@ -81,8 +83,15 @@ def exposition() -> tuple[bytes, str]:
     return generate_latest(), CONTENT_TYPE_LATEST
 
 
-def step(name: str, record: AskRecord, *, user_id: str | None = None, outcome: str = "") -> None:
-    """Log one lifecycle step of ``record`` with its fields."""
+def step(
+    name: str,
+    record: AskRecord,
+    *,
+    user_id: str | None = None,
+    outcome: str = "",
+    more: Mapping[str, Any] | None = None,
+) -> None:
+    """Log one lifecycle step of ``record`` with its fields (and ``more`` of the step's own)."""
     dest = record.destination
     fields: dict[str, Any] = {
         "ask_id": record.id,
@@ -94,6 +103,7 @@ def step(name: str, record: AskRecord, *, user_id: str | None = None, outcome: s
     }
     if record.message is not None and record.message.extra.get("link"):
         fields["link"] = record.message.extra["link"]
+    fields.update(more or {})
     if log_questions():
         fields["questions"] = [q.question for q in record.questions.questions]
     shown = f" ({outcome})" if outcome else ""
@@ -131,10 +141,23 @@ def ended(record: AskRecord, *, user_id: str | None = None) -> None:
 
 
 def resumed(record: AskRecord) -> None:
-    """The waiting call returned ``record``'s answers."""
+    """The waiting call returned ``record``'s answers. Only the process whose call waited sees
+    this (``serve`` does not): the latency goes to its histogram and, as ``seconds``, to the
+    ``resumed`` log line, which every agent process writes."""
     seconds = max(0.0, time.time() - _answered_at(record))
     ANSWER_TO_RESUME.labels(record.destination.platform).observe(seconds)
-    step("resumed", record, outcome="answered")
+    step("resumed", record, outcome="answered", more={"seconds": round(seconds, 6)})
+
+
+def handed_to_feed(ask: AskRecord | str) -> None:
+    """The answer of ``ask`` (a record, or only its id where the store knows no more) was put on
+    the answers feed: a deferred ask ended, or nobody held the lease when it was answered. Logged
+    by the process that put it there."""
+    if isinstance(ask, AskRecord):
+        step("handed_to_feed", ask, outcome="to the feed")
+        return
+    fields = {"ask_id": ask, "step": "handed_to_feed", "outcome": "to the feed"}
+    log.info("ask %s handed_to_feed (to the feed)", ask, extra={"fields": fields})
 
 
 def deferred(record: AskRecord) -> None:
@@ -188,12 +211,29 @@ def set_pending(counts: Mapping[str, int]) -> None:
 def judged(
     judge: Callable[_P, Coroutine[Any, Any, _V]],
 ) -> Callable[_P, Coroutine[Any, Any, _V]]:
-    """Decorate an :class:`~bridge.answering.Answering` judging method (whose arguments include
-    the ``who`` :class:`~bridge.answering.Caller`): count and log its verdict, and the answer
-    when the verdict took it."""
+    """Decorate an :class:`~bridge.answering.Answering` judging method that writes the verdict to
+    the store (whose arguments include the ``who`` :class:`~bridge.answering.Caller`): count and
+    log its verdict, and the ending when the verdict took it -- an answer, or an expiry: a
+    ``closed`` verdict on an ask whose ``closed_at`` is not older than the click found it past
+    ``expires_at`` and expired it in that very step (:meth:`bridge.store.base.Store.submit`), and
+    no sweep will count it."""
+    return _judged(judge, ends=True)
 
+
+def judged_read(
+    judge: Callable[_P, Coroutine[Any, Any, _V]],
+) -> Callable[_P, Coroutine[Any, Any, _V]]:
+    """:func:`judged` for a judging method that only reads the store (opening a form): it counts
+    and logs the verdict, and never ends an ask."""
+    return _judged(judge, ends=False)
+
+
+def _judged(
+    judge: Callable[_P, Coroutine[Any, Any, _V]], *, ends: bool
+) -> Callable[_P, Coroutine[Any, Any, _V]]:
     @functools.wraps(judge)
     async def run(*args: _P.args, **kwargs: _P.kwargs) -> _V:
+        started = time.time()
         verdict = await judge(*args, **kwargs)
         record = verdict.record
         who = kwargs.get("who") or next((a for a in args if hasattr(a, "user_id")), None)
@@ -203,7 +243,7 @@ def judged(
         CLICKS.labels(platform, outcome).inc()
         if record is not None:
             step("click", record, user_id=user_id, outcome=outcome)
-            if outcome == "accepted" and record.status.value == "answered":
+            if ends and _ended_by_this(outcome, record, started):
                 ended(record, user_id=user_id)
         else:
             log.info(
@@ -215,6 +255,14 @@ def judged(
         return verdict
 
     return run
+
+
+def _ended_by_this(outcome: str, record: AskRecord, started: float) -> bool:
+    if outcome == "accepted":
+        return record.status.value == "answered"
+    if outcome == "closed" and record.status.value == "expired":
+        return record.closed_at is not None and record.closed_at >= started
+    return False
 
 
 def _answered_at(record: AskRecord) -> float:

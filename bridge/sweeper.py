@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 
 from bridge import metrics
@@ -54,7 +55,12 @@ class Sweeper:
     async def sweep_once(self, now: float | None = None) -> list[AskRecord]:
         """Sweep at ``now`` (default: the clock) and show the final state of each ask the sweep
         returned (:meth:`Store.sweep`: expired by it, or never shown). Returns the asks this
-        sweeper showed: another sweeper's claim may have taken some."""
+        sweeper showed: another sweeper's claim may have taken some.
+
+        An expiry is counted by the sweep that made it -- its ``closed_at`` is this sweep's
+        ``now`` -- not again when a later sweep shows an ask whose renderer died, nor for an ask a
+        click expired (that click counted it, :func:`bridge.metrics.judged`)."""
+        now = time.time() if now is None else now
         records = await self.store.sweep(now)
         done = [False] * len(records)
         todo = iter(range(len(records)))
@@ -66,10 +72,10 @@ class Sweeper:
         await asyncio.gather(*(renderer() for _ in range(min(self.renders, len(records)))))
         shown: list[AskRecord] = []
         for record, ok in zip(records, done, strict=True):
+            if record.status.value == "expired" and record.closed_at == now:
+                metrics.ended(record)  # shown or not: a later sweep shows it, uncounted
             if ok:
                 shown.append(record)
-                if record.status.value == "expired":
-                    metrics.ended(record)
         await self.follow_up(now)
         return shown
 

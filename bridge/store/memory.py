@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge import metrics
 from bridge.followups import next_step
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder, Submission
@@ -189,6 +190,7 @@ class MemoryStore(Store):
         self._entries[entry_id] = entry.record.id
         self._fresh.append(entry_id)
         entry.handoff = "sent"
+        metrics.handed_to_feed(entry.record)
         for loop, event in self._feed_changed:
             loop.call_soon_threadsafe(event.set)
 

@@ -4,6 +4,10 @@
 (``discord.http.Route.BASE``, ``DiscordWebSocket.DEFAULT_GATEWAY``): one process talks to one
 Discord. Only non-privileged intents are asked for: ``GUILDS`` keeps the guild and role cache that
 reads a clicker's roles; interactions need no intent at all.
+
+discord.py waits out a 429 on its own (every REST call and interaction response goes through its
+HTTP client's one aiohttp session); :func:`rate_limit_trace` counts each one as it arrives, in
+``ask_bridge_platform_errors_total{platform="discord",kind="ratelimited"}`` as for Slack.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import discord
 import yarl
 from discord.gateway import DiscordWebSocket
 
+from bridge import metrics
 from bridge.backoff import StateLog, within
 from bridge.platform import PlatformUnavailable
 from platforms.discord.settings import DiscordSettings
@@ -33,6 +38,20 @@ def intents() -> discord.Intents:
     return discord.Intents(guilds=True)
 
 
+def rate_limit_trace() -> aiohttp.TraceConfig:
+    """An aiohttp trace for a client's session that counts every 429 Discord answers."""
+    trace = aiohttp.TraceConfig()
+
+    async def ended(
+        session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestEndParams
+    ) -> None:
+        if params.response.status == 429:
+            metrics.platform_error("discord", "ratelimited")
+
+    trace.on_request_end.append(ended)
+    return trace
+
+
 def gateway_client(settings: DiscordSettings, *, guild_ready_timeout: float) -> discord.Client:
     """The client holding the gateway connection(s): an ``AutoShardedClient`` when
     ``DISCORD_SHARDS`` is set. No message cache, no member chunking: clicks carry what we need.
@@ -44,6 +63,7 @@ def gateway_client(settings: DiscordSettings, *, guild_ready_timeout: float) -> 
         "max_messages": None,
         "chunk_guilds_at_startup": False,
         "member_cache_flags": discord.MemberCacheFlags.none(),
+        "http_trace": rate_limit_trace(),
     }
     if settings.sharded:
         options.update(shard_count=settings.shard_count, shard_ids=settings.shard_id_list)
@@ -112,7 +132,9 @@ class RestClient:
             if self._client is None:
                 token = self.settings.bot_token()
                 apply_urls(self.settings)
-                client = discord.Client(intents=intents(), max_messages=None)
+                client = discord.Client(
+                    intents=intents(), max_messages=None, http_trace=rate_limit_trace()
+                )
                 await login(client, token)
                 self._closer = _close_at_loop_end(client)
                 await anext(self._closer)

@@ -14,7 +14,8 @@ per guild, heartbeats and their acks, RESUME -> RESUMED (replaying what was miss
 ``INTERACTION_CREATE`` for clicks (:meth:`FakeDiscord.click`) and modal submissions
 (:meth:`FakeDiscord.submit`) sent to one chosen session. ``drop()`` closes sessions abruptly
 (discord.py then resumes); ``revoke()`` refuses the token from then on (REST 401, gateway
-sessions closed with 4004 "Authentication failed"); ``GET /gateway`` serves the websocket at any
+sessions closed with 4004 "Authentication failed"); ``rate_limit(route)`` answers the next REST
+call on that route 429, as Discord does; ``GET /gateway`` serves the websocket at any
 path below it.
 """
 
@@ -108,6 +109,7 @@ class FakeDiscord:
     _changed: asyncio.Condition | None = None
     _runner: web.AppRunner | None = None
     _delays: dict[str, float] = field(default_factory=dict)
+    _limited: dict[str, float] = field(default_factory=dict)
 
     # -- test controls --------------------------------------------------------------------
 
@@ -117,6 +119,11 @@ class FakeDiscord:
     def delay(self, route: str, seconds: float) -> None:
         """Every later REST call whose path contains ``route`` answers ``seconds`` late."""
         self._delays[route] = seconds
+
+    def rate_limit(self, route: str, retry_after: float = 0.05) -> None:
+        """The next REST call whose path contains ``route`` answers 429 (doing nothing), with
+        ``retry_after`` and the ``Via`` header (discord.py's sign that Discord sent it)."""
+        self._limited[route] = retry_after
 
     async def changed(self, check: Callable[[], Any], within: float = 15.0) -> Any:
         """Until ``check()`` is truthy (re-checked on every request and gateway event)."""
@@ -181,6 +188,17 @@ class FakeDiscord:
         for fragment, seconds in self._delays.items():
             if fragment in path:
                 await asyncio.sleep(seconds)
+        limited = next((f for f in self._limited if f in path), None)
+        if limited is not None:
+            retry_after = self._limited.pop(limited)
+            limit = {"message": "You are being rate limited.", "retry_after": retry_after}
+            self.calls.append(Call(request.method, path, body, 429, limit | {"global": False}))
+            return web.Response(
+                status=429,
+                body=json.dumps(limit | {"global": False}).encode(),
+                content_type="application/json",
+                headers={"Via": "1.1 google", "Retry-After": str(retry_after)},
+            )
         try:
             if (
                 self.revoked or request.headers.get("Authorization") != f"Bot {TOKEN}"

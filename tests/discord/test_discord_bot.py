@@ -390,3 +390,26 @@ async def test_choice_and_typed_text_for_a_single_select_is_refused_keeping_the_
     assert list(fields(typed)) == ["t1"]  # Region keeps its choice; no typed field for it
     await fake.responded(await fake.submit(ALICE, nxt, {"t1": "x"}))
     assert picks(await answered(bot, record)) == [(("us",), None), (("unit",), "x")]
+
+
+def ratelimited() -> float:
+    from bridge.metrics import exposition
+
+    for line in exposition()[0].decode().splitlines():
+        if line.startswith("ask_bridge_platform_errors_total{") and 'kind="ratelimited"' in line:
+            if 'platform="discord"' in line:
+                return float(line.split()[-1])
+    return 0.0
+
+
+async def test_rate_limits_discord_answers_are_counted(bot: Bot, fake: FakeDiscord) -> None:
+    before = ratelimited()
+    fake.rate_limit(f"/channels/{CHANNEL}/messages")
+    record = await bot.ask([q("Ship it?", "Ship", ["Yes", "No"])])  # posted after the 429
+    assert ratelimited() == before + 1
+    fake.rate_limit(f"/channels/{CHANNEL}/messages/")  # the re-render after the answer
+    click = await fake.click(ALICE, bot.message(record), f"askb:pick:{record.id}:0:0")
+    assert (await fake.responded(click))["type"] == 6
+    await answered(bot, record)
+    assert ratelimited() == before + 2
+    assert [c.status for c in fake.calls].count(429) == 2
