@@ -18,10 +18,11 @@ from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.replies import Replies
+from bridge.result import AskUserAnswered
 from bridge.sweeper import Sweeper
 
 pytestmark = pytest.mark.parametrize("store_kind", ["memory", "redis"])
-REPLIES = Replies(mention=lambda who: who)
+REPLIES = Replies(mention=lambda who: who, text=str)
 YES = (Answer(question="Question number 0?", selected=("Yes",)),)
 
 
@@ -113,7 +114,8 @@ async def test_the_waiting_process_logs_its_answer_to_resume_latency(
     call = asyncio.create_task(handler(list(questions(1).questions), {}))
     posted_ask = await poster.next_post()
     await store.submit(posted_ask.id, Responder(user_id="U_A", name="A"), YES)
-    assert await call == YES
+    outcome = await call
+    assert isinstance(outcome, AskUserAnswered) and outcome.answers == YES
     (line,) = [f for f in steps(caplog, posted_ask.id) if f["step"] == "resumed"]
     assert isinstance(line["seconds"], float) and 0 <= line["seconds"] < 10
     assert REGISTRY.get_sample_value(name, labels) == before + 1
