@@ -72,12 +72,13 @@ async def test_an_expiry_a_click_finds_is_counted_once(
 async def test_a_sweep_counts_its_expiry_once_even_when_shown_later(
     make_store: StoreFactory,
 ) -> None:
-    store = await make_store()
+    store = await make_store(render_interval=0.2)
     record = await posted(make_store, expires_in=60)
     before = expired_count()
     at = time.time() + 120
     await Sweeper(store, {}).sweep_once(now=at)  # expired; nobody could show it (no poster)
     assert expired_count() == before + 1
+    await asyncio.sleep(0.3)  # past the render interval: the failed claim lapses
     poster = MemoryPoster()
     shown = await Sweeper(store, {"memory": poster}).sweep_once(now=at + 3600)
     assert [r.id for r in shown] == [record.id]  # a later sweep shows it ...

@@ -145,7 +145,9 @@ async def test_a_rate_limited_call_is_counted(fake: FakeSlack) -> None:
 
     def counted() -> float:
         for line in exposition()[0].decode().splitlines():
-            if line.startswith('ask_bridge_platform_errors_total{kind="ratelimited"'):
+            if line.startswith(
+                'ask_bridge_platform_errors_total{kind="ratelimited",platform="slack"}'
+            ):
                 return float(line.split()[-1])
         return 0.0
 
