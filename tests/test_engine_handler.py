@@ -18,6 +18,7 @@ from bridge.feed import render_delivery
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
+from bridge.result import AskUserAnswered
 from bridge.store.base import Delivery, Store, SubmitOutcome
 from bridge.store.redis import RedisStore
 from bridge.sweeper import Sweeper
@@ -39,7 +40,10 @@ async def test_block_returns_the_answers(store: Store) -> None:
     assert posted.destination == DEST and posted.context == {"thread": "t1"}
     result = await store.submit(posted.id, ALICE, ANSWERS)
     assert result.outcome is SubmitOutcome.ACCEPTED
-    assert await call == ANSWERS
+    answered = await call
+    assert isinstance(answered, AskUserAnswered) and answered.answers == ANSWERS
+    assert [w.user_id for w in answered.who] == [ALICE.user_id]  # who answered, for the host
+    assert answered.extra == {"ask_id": posted.id} and not answered.tell_model
     record = await store.get(posted.id)
     assert record is not None and record.message is not None  # posted and remembered
     assert poster.updated(posted.id) == []  # the submitter re-renders, not the handler
@@ -141,7 +145,7 @@ async def test_answer_racing_the_timeout_is_not_lost(store: Store) -> None:
 
     store.wait = wait_then_answer  # type: ignore[method-assign,assignment]
     try:
-        assert await handler(QS, {}) == ANSWERS
+        assert (await handler(QS, {})).answers == ANSWERS  # type: ignore[union-attr]
     finally:
         store.wait = real_wait  # type: ignore[method-assign]
     assert record is not None
@@ -241,7 +245,7 @@ async def test_returned_answers_never_reach_the_feed(store: Store) -> None:
     call = asyncio.create_task(handler(QS, {}))
     posted = await poster.next_post()
     await store.submit(posted.id, ALICE, ANSWERS)
-    assert await call == ANSWERS
+    assert (await call).answers == ANSWERS  # type: ignore[union-attr]
     swept = await store.sweep(time.time() + 3600)  # long after any lease would lapse
     assert [r.status for r in swept] == [AskStatus.ANSWERED]  # never shown: its turn to be
     marker = new_record(deferred=True)
@@ -273,7 +277,7 @@ async def test_an_ask_answered_before_its_message_is_known_is_still_rerendered(
 ) -> None:
     poster = _ClickedAtOnce(store)
     handler = ChatHandler(poster, store, DEST, AskPolicy(wait=10))
-    assert await handler(QS, {}) == ANSWERS
+    assert (await handler(QS, {})).answers == ANSWERS  # type: ignore[union-attr]
     assert poster.verdicts == [SubmitOutcome.ACCEPTED]
     (ask_id,) = {r.id for r in poster.posts}
     (rendered,) = poster.updated(ask_id)
