@@ -5,18 +5,21 @@ like the first message, and every message of the ask shown ended."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from pathlib import Path
 
 import pytest
 from engine_fixtures import StoreFactory, questions
 from pydantic import ValidationError
 
 from bridge.asking import AskPolicy, ChatHandler
+from bridge.cli import main
 from bridge.deferred import AskUserDeferred
 from bridge.followups import parse_destination
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
-from bridge.record import AskStatus, Destination, Responder
+from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
 from bridge.rendering import show_final
 from bridge.sweeper import Sweeper
 
@@ -146,3 +149,55 @@ def test_policy_follow_ups_are_checked() -> None:
     follow = AskPolicy(remind_after=900, escalate_after=3600, escalate_to="C0MGR").follow_ups("x")
     assert follow is not None and follow.escalate_to == Destination(platform="x", channel="C0MGR")
     assert follow.remind_times == 3
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--escalate-after", "60"], "escalate_after and escalate_to go together"),
+        (["--escalate-to", "C0MGR"], "escalate_after and escalate_to go together"),
+        (["--remind-after", "0"], "--remind-after: Input should be greater than 0"),
+        (["--remind-after", "9", "--remind-times", "0"], "--remind-times: Input should be"),
+        (["--escalate-after", "9", "--escalate-to", "#ops"], "escalate to '#ops': give a"),
+    ],
+)
+def test_ask_refuses_bad_follow_ups_in_one_line_before_anything_is_reached(
+    extra: list[str],
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1")  # never reached
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-unused")
+    monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:1/api/")  # never reached
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps([q.model_dump(mode="json") for q in questions().questions]))
+    assert main(["ask", "--channel", "C1", *extra, str(path)]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("ask-bridge ask: ") and said in line
+
+
+def test_a_slack_reminder_pings_the_channel_only_where_there_is_one() -> None:
+    from platforms.slack.render import reminder_text
+
+    now = time.time()
+    record = AskRecord(
+        questions=questions(),
+        destination=Destination(platform="slack", user="U0BOSS"),
+        context={"asker": "<!channel> & <@U0X>"},
+        created_at=now,
+        expires_at=now + 60,
+        follow_ups=FollowUps(remind_after=10, remind_times=1),
+        message=MessageRef(platform="slack", channel="D0BOSS", message_id="1.2"),
+    )
+    text = reminder_text(record, 1)
+    assert text.startswith("⏰ The question from &lt;!channel&gt; &amp; &lt;@U0X&gt; still waits")
+    assert f"since <!date^{int(now)}^{{date_short_pretty}} at {{time}}|" in text
+    in_channel = record.model_copy(
+        update={
+            "destination": Destination(platform="slack", channel="C0TEAM"),
+            "message": MessageRef(platform="slack", channel="C0TEAM", message_id="1.2"),
+        }
+    )
+    assert reminder_text(in_channel, 1).startswith("⏰ <!here>: the question from &lt;!channel&gt;")

@@ -20,7 +20,7 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from bridge.feed import render_delivery
 from bridge.models import Answer, QuestionSet
-from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
+from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
 from bridge.store.base import Delivery, DuplicateAsk, Store, StoreUnavailable, SubmitOutcome
 from bridge.store.redis import RedisStore
 
@@ -539,6 +539,7 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
     raw = raw_client(kind, url)
     try:
         waited, deferred, expired = new_record(), new_record(deferred=True), new_record()
+        waited = waited.model_copy(update={"follow_ups": FollowUps(remind_after=60)})
         for rec in (waited, deferred, expired):
             await store.create(rec)
         await store.record_event(waited.id, "click", user_id="U_ALICE")
@@ -554,7 +555,10 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
             return found
 
         kinds = {k.rsplit(":", 1)[-1] for k in await ttls()}
-        assert kinds == {"rec", "log", "noise", "lease", "wake", "due", "pending", "feed", "epoch"}
+        assert kinds == {
+            *("rec", "log", "noise", "lease", "wake", "due", "pending", "feed", "epoch"),
+            "timers",
+        }
         await store.sweep(time.time() + 7200)
         after = await ttls()
         assert after[store.keys.rec(expired.id)] <= 3600  # closed: retention only
