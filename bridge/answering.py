@@ -339,7 +339,7 @@ class Answering:
             self.spawn(self.show_progress(verdict.record.id))
 
     async def show_progress(self, ask_id: str) -> None:
-        """Show a pending ask's current submissions on its message (failures logged).
+        """Show a pending ask's current submissions on its messages (failures logged).
 
         Read fresh, so two replicas' updates show the latest state whichever lands last. An
         update of the pending state racing the ask's end could overwrite its final state; so
@@ -353,12 +353,19 @@ class Answering:
             if current.status is not AskStatus.PENDING:
                 await self.rerender(current)
                 return
-            await self.poster.update(current)
+            await self._update_each(current)
             after = await self.store.get(ask_id)
             if after is not None and after.message and after.status is not AskStatus.PENDING:
-                await self.poster.update(after)
+                await self._update_each(after)
         except Exception:
             log.warning("could not show the submissions of ask %s", ask_id, exc_info=True)
+
+    async def _update_each(self, record: AskRecord) -> None:
+        """Update every message of the ask on this platform (the first, and an escalation's
+        posted here; one on another platform shows the submissions once the ask ends)."""
+        for message in record.messages:
+            if message.platform == self.poster.platform:
+                await self.poster.update(record.model_copy(update={"message": message}))
 
     async def rerender(self, record: AskRecord) -> None:
         """Show ``record``'s final state on its message, at most once per render interval across

@@ -13,6 +13,7 @@ import pytest
 from engine_fixtures import StoreFactory, questions
 from pydantic import ValidationError
 
+from bridge.answering import Answering
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.cli import main
 from bridge.deferred import AskUserDeferred
@@ -21,6 +22,8 @@ from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
 from bridge.rendering import show_final
+from bridge.replies import Replies
+from bridge.store.base import Store
 from bridge.sweeper import Sweeper
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
@@ -201,3 +204,18 @@ def test_a_slack_reminder_pings_the_channel_only_where_there_is_one() -> None:
         }
     )
     assert reminder_text(in_channel, 1).startswith("⏰ <!here>: the question from &lt;!channel&gt;")
+
+
+async def test_submissions_show_on_every_message_of_the_platform(store: Store) -> None:
+    mine = MemoryPoster("memory")
+    policy = AskPolicy(mode="defer", required=2, escalate_after=30, escalate_to="memory:C_MANAGERS")
+    ask_id = await ask(ChatHandler(mine, store, HERE, policy))
+    created = (await store.get(ask_id)).created_at  # type: ignore[union-attr]
+    await Sweeper(store, {"memory": mine}).sweep_once(now=created + 31)
+    record = await store.get(ask_id)
+    assert record is not None and len(record.messages) == 2
+    await store.submit(ask_id, ALICE, YES)  # one of two: recorded, still pending
+    await Answering(store, mine, Replies(mention=str, text=str)).show_progress(ask_id)
+    shown = mine.updated(ask_id)
+    assert [u.message for u in shown] == list(record.messages)
+    assert all(u.status is AskStatus.PENDING and len(u.submissions) == 1 for u in shown)

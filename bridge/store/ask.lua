@@ -574,7 +574,9 @@ elseif op == 'timer' then
   -- 7 seconds after which a claim nobody marked done may be claimed again, 8 claim token,
   -- 9 claims of one step after which it is given up.
   -- Replies: {'ended'} or {'done'} (nothing left: drop it from the timers index), {'later', t}
-  -- (visit again at t), {'claimed', step, record} (post it, then 'timer_done').
+  -- (visit again at t), {'busy', t} (another sweeper's claim, re-claimable at t: the caller
+  -- may only lower the score to t, as the claimant's timer_done may already have set the next
+  -- step's time), {'claimed', step, record} (post it, then 'timer_done').
   if status ~= 'pending' then
     return {'ended'}
   end
@@ -605,7 +607,7 @@ elseif op == 'timer' then
     end
     local last = tonumber(redis.call('HGET', rec, 'timer_at'))
     if tonumber(now) - last < tonumber(ARGV[7]) then
-      return {'later', tostring(last + tonumber(ARGV[7]))} -- claimed: its poster is at work
+      return {'busy', tostring(last + tonumber(ARGV[7]))} -- claimed: its poster is at work
     end
     if tonumber(redis.call('HGET', rec, 'timer_tries')) >= tonumber(ARGV[9]) then
       -- every claim died or failed to post: give the step up, so the next one can come

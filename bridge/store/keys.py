@@ -34,7 +34,10 @@ keys):
                      create script) when such an ask is created; each sweep claims what is due
                      through ``ask.lua`` (op ``timer``, at most one step per ask at a time) and
                      rescores or drops it; an ask that ends is dropped (by whoever ended it,
-                     else by its next visit). TTL refreshed on every write.
+                     else by its next visit). A sweeper that finds a step claimed by another
+                     only lowers the score (ZADD LT), so it never pushes back the next step's
+                     time that the claimant's ``timer_done`` may have written meanwhile. TTL
+                     refreshed on every write.
 ``<prefix>:pending``  sorted set: one member per pending ask, ``<platform>\0<id>``
                      (:func:`pending_member`), all scored 0 so a platform's asks are one
                      lexicographic range: :meth:`~bridge.store.base.Store.count_pending` is one

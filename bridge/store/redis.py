@@ -820,10 +820,13 @@ class RedisStore(Store):
         replies = await self._run_many("timer", ids, args, now=now)
         claims: list[TimerClaim] = []
         later: dict[str, float] = {}
+        busy: dict[str, float] = {}
         drop: list[str] = []
         for ask_id, reply in zip(ids, replies, strict=True):
             if reply[0] == "later":
                 later[ask_id] = float(reply[1])
+            elif reply[0] == "busy":
+                busy[ask_id] = float(reply[1])
             elif reply[0] == "claimed":
                 record = codec.record(codec.pairs(reply[2]))
                 claims.append(parse_step(ask_id, str(reply[1]), record))
@@ -834,6 +837,8 @@ class RedisStore(Store):
             await self._r.zrem(self.keys.timers, *drop)
         if later:
             await self._time(later)
+        if busy:  # never later than what the claimant's timer_done wrote meanwhile
+            await self._r.zadd(self.keys.timers, busy, lt=True)
         return claims
 
     @_guarded("timer_done")
