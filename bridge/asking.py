@@ -140,11 +140,17 @@ class ChatHandler:
         store: Store,
         destination: Destination,
         policy: AskPolicy | None = None,
+        *,
+        posters: Mapping[str, Poster] | None = None,
     ) -> None:
         self.poster = poster
         self.store = store
         self.destination = destination
         self.policy = policy or AskPolicy()
+        self.posters = {**(posters or {}), poster.platform: poster}
+        """Every platform this handler shows an ask ending on when it ends the ask itself (a
+        timeout, a cancellation): its own, and ``posters`` given for an escalation's platform;
+        a message on any other is shown ended by a sweeper holding that platform's poster."""
         check_required(self.policy, poster)
 
     async def __call__(
@@ -200,6 +206,8 @@ class ChatHandler:
         done = await self.store.wait(record.id, policy.wait)
         if done is None:
             done = await self._timed_out(ask)
+        if done.status is not AskStatus.PENDING:
+            await self._show_across_platforms(done)
         if done.status is AskStatus.ANSWERED and done.answers is not None and not done.deferred:
             # taken above: tell the store it is returned (a cancellation landing here releases
             # it to the feed; should this process die first, the sweeper feeds it)
@@ -286,9 +294,26 @@ class ChatHandler:
             record.model_copy(update={"status": AskStatus.CANCELLED}),
         )
 
+    async def _show_across_platforms(self, record: AskRecord) -> None:
+        """An ask escalated to another platform ended: the click handler that ended it holds its
+        own platform's poster only, and the sweeper shows the rest a render interval later --
+        if this process still runs one (without a shared store it stops once the ask ends). So
+        this call shows the ending on every message it holds a poster for, unclaimed (the same
+        final state again is harmless). Failures are logged: the outcome stands."""
+        if len({m.platform for m in record.messages}) < 2:
+            return
+        for message in record.messages:
+            poster = self.posters.get(message.platform)
+            if poster is None:
+                continue
+            try:
+                await poster.update(record.model_copy(update={"message": message}))
+            except Exception:
+                log.warning("could not show ask %s ended in %s", record.id, message.platform)
+
     async def _render(self, record: AskRecord) -> None:
         """Show the final state (once across replicas; failures logged: the outcome stands)."""
-        await show_final(self.store, self.poster, record)
+        await show_final(self.store, self.posters, record)
 
     def _deferred(self, record: AskRecord, message: MessageRef | None) -> AskUserDeferred:
         metrics.deferred(record)

@@ -20,6 +20,7 @@ from bridge.asking import ChatHandler
 from bridge.errors import NotAnswered
 from bridge.http_server import CannotListen
 from bridge.memory_poster import MemoryPoster
+from bridge.models import Answer
 from bridge.platform import (
     HttpRoute,
     Platform,
@@ -27,7 +28,7 @@ from bridge.platform import (
     Receiver,
     configured_platforms,
 )
-from bridge.record import AskRecord, AskStatus, Destination, MessageRef
+from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.runtime import Runtime, chat_policy, serving, stop_on_signals
 from bridge.settings import EngineSettings
 from bridge.store.base import Store
@@ -229,6 +230,53 @@ async def test_standalone_process_receives_and_sweeps_its_own_asks() -> None:
         await asyncio.wait_for(platform.the_poster.rerendered.wait(), 10)
     (update,) = platform.the_poster.updated(ask.id)
     assert update.status is AskStatus.EXPIRED
+    await runtime.aclose()
+
+
+async def test_standalone_it_also_receives_and_posts_where_its_ask_escalates() -> None:
+    runtime = Runtime(EngineSettings(REDIS_URL=None))
+    here, there = FakePlatform("here"), FakePlatform("there")
+    policy = runtime.policy(
+        wait=5, follow_ups={"escalate_after": 0.05, "escalate_to": "there:C_MANAGERS"}
+    )
+    destination = Destination(platform="here")
+    posters = {"there": there.poster()}
+    handler = ChatHandler(here.poster(), runtime.store, destination, policy, posters=posters)
+    (tool,) = tools_interactive(callback=handler)
+    async with runtime.own_clicks(here, there, sweep_interval=0.01) as receiving:
+        asking = asyncio.create_task(
+            receiving.guard(tool.ainvoke([new_record().questions.questions[0]]))
+        )
+        escalated = await asyncio.wait_for(there.the_poster.next_post(), 10)
+        assert [r.name for r in (*here.receivers, *there.receivers)] == ["here", "there"]
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+    assert escalated.destination == Destination(platform="there", channel="C_MANAGERS")
+    (ended,) = there.the_poster.updated(escalated.id)  # cancelled: shown on both messages
+    assert ended.status is AskStatus.CANCELLED
+    await runtime.aclose()
+
+
+async def test_standalone_an_answer_shows_on_both_platforms_before_the_process_ends() -> None:
+    runtime = Runtime(EngineSettings(REDIS_URL=None))
+    here, there = FakePlatform("here"), FakePlatform("there")
+    policy = runtime.policy(wait=5, follow_ups={"escalate_after": 0.05, "escalate_to": "there:C9"})
+    destination = Destination(platform="here")
+    posters = {"there": there.poster()}
+    handler = ChatHandler(here.poster(), runtime.store, destination, policy, posters=posters)
+    (tool,) = tools_interactive(callback=handler)
+    question = new_record().questions.questions[0]
+    async with runtime.own_clicks(here, there, sweep_interval=0.01) as receiving:
+        asking = asyncio.create_task(receiving.guard(tool.ainvoke([question])))
+        escalated = await asyncio.wait_for(there.the_poster.next_post(), 10)
+        who = Responder(user_id="U1")
+        answer = Answer(question=question.question, selected=(question.options[0].label,))
+        await runtime.store.submit(escalated.id, who, [answer])  # nobody here re-renders it
+        assert (await asking).answers is not None
+    for poster in (here.the_poster, there.the_poster):
+        (shown,) = poster.updated(escalated.id)
+        assert shown.status is AskStatus.ANSWERED
     await runtime.aclose()
 
 

@@ -196,7 +196,10 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
         platform=platform.name, channel=args.channel, thread=args.thread, user=args.user
     )
     try:
-        handler = ChatHandler(platform.poster(), runtime.store, destination, policy)
+        posters = {other.name: other.poster() for other in also}  # to show it ended there too
+        handler = ChatHandler(
+            platform.poster(), runtime.store, destination, policy, posters=posters
+        )
     except ValueError as exc:  # more people required than may answer
         print(f"ask-bridge ask: {exc}", file=sys.stderr)
         return FAILED
