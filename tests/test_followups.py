@@ -161,6 +161,7 @@ def test_policy_follow_ups_are_checked() -> None:
         (["--escalate-to", "C0MGR"], "escalate_after and escalate_to go together"),
         (["--remind-after", "0"], "--remind-after: Input should be greater than 0"),
         (["--remind-after", "9", "--remind-times", "0"], "--remind-times: Input should be"),
+        (["--remind-times", "5"], "--remind-times needs --remind-after"),
         (["--escalate-after", "9", "--escalate-to", "#ops"], "escalate to '#ops': give a"),
     ],
 )

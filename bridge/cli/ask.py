@@ -104,9 +104,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--remind-times",
         type=int,
-        default=3,
         metavar="N",
-        help="reminders at most (default 3)",
+        help="reminders at most (default 3; needs --remind-after)",
     )
     p.add_argument(
         "--escalate-after",
@@ -224,7 +223,9 @@ def _follow_ups(args: argparse.Namespace) -> dict[str, Any]:
         "escalate_to": args.escalate_to,
     }
     found: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-    if args.remind_times != 3:
+    if args.remind_times is not None:
+        if args.remind_after is None:
+            raise ValueError("--remind-times needs --remind-after (how often to remind)")
         found["remind_times"] = args.remind_times
     return found
 
