@@ -1,16 +1,18 @@
 """100,000 pending asks: ``ask-bridge list`` over them, then all of them expiring at once.
 
-Run: ``.venv/bin/python bench/engine_scale.py [N [N_RENDER]]`` (default 100,000 both). Creates N
-posted 4-question asks that expire together, then
+Run: ``.venv/bin/python bench/engine_scale.py [N [N_STORM]]`` (defaults 100,000 and 2,000).
 
-* runs ``ask-bridge list`` (a fresh process, as an operator would) over them: wall and CPU time,
-  the whole listing and its first page (``--limit 50``, when the command pages);
-* expires them with one sweep: the store part (``Store.sweep``);
-* then N_RENDER other asks expiring together as the sweeper handles them (``Sweeper.sweep_once``:
-  store part and re-rendering each as expired through a poster whose every update takes 20 ms, a
-  platform's API round trip).
-
-Baseline in the same run: creating the N asks (concurrently, 500 at a time).
+* Creates N posted 4-question asks that expire together; baseline in the same run: creating and
+  posting them (concurrently, 500 at a time).
+* ``ask-bridge list`` (a fresh process, as an operator would): its first page (``--limit 50``).
+* Counting them (``Store.count_pending``, what serve's pending gauge reads once a minute).
+* Expiring all N at once, the store part: ``Store.sweep_batches`` drained, as a sweeper takes it
+  (bounded batches naming the asks to show; no record is built).
+* The whole storm as ``serve``'s sweeper runs it, with Slack: N_STORM other asks posted through
+  the real Slack poster to the loopback fake Slack, expiring together, swept and re-rendered by
+  ``Sweeper.sweep_once`` (at most ``renders`` = 8 ``chat.update`` calls in flight, each answered
+  20 ms late, the first one refused with a 429 and ``Retry-After: 1`` that the client waits out):
+  when the store part was done, when the last message showed the expiry.
 """
 
 from __future__ import annotations
@@ -21,24 +23,24 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 
-from engine_common import NullPoster, four_questions, record, server_url
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests" / "slack"), str(ROOT / "tests"), str(ROOT / "bench")]
 
-from bridge.record import AskRecord, MessageRef
-from bridge.store.redis import RedisStore
-from bridge.sweeper import Sweeper
+from engine_common import four_questions, record, server_url  # noqa: E402
+from fake_slack import BOT_TOKEN, FakeSlack  # noqa: E402
+
+from bridge.record import AskRecord, MessageRef  # noqa: E402
+from bridge.store.base import SWEEP_BATCH, Ended  # noqa: E402
+from bridge.store.redis import RedisStore  # noqa: E402
+from bridge.sweeper import Sweeper  # noqa: E402
+from platforms.slack.client import make_client  # noqa: E402
+from platforms.slack.poster import SlackPoster  # noqa: E402
 
 PREFIX = "scale"
-
-
-class SlowPoster(NullPoster):
-    """Every update takes as long as a platform's API round trip."""
-
-    updates = 0
-
-    async def update(self, record: AskRecord) -> None:
-        await asyncio.sleep(0.02)
-        self.updates += 1
+MESSAGE = MessageRef(platform="slack", channel="C0123456789", message_id="1700000000.0001")
 
 
 def cli(url: str, *args: str) -> tuple[float, float, int]:
@@ -63,57 +65,105 @@ def cli(url: str, *args: str) -> tuple[float, float, int]:
 
 async def create(store: RedisStore, n: int, expires: float) -> float:
     qs = four_questions()
-    message = MessageRef(platform="slack", channel="C0123456789", message_id="1700000000.0001")
     t0 = time.perf_counter()
     for start in range(0, n, 500):
         recs = [record(qs) for _ in range(min(500, n - start))]
         for r in recs:
             r.expires_at = expires
         await asyncio.gather(*(store.create(r) for r in recs))
-        await asyncio.gather(*(store.set_message(r.id, message) for r in recs))
+        await asyncio.gather(*(store.set_message(r.id, MESSAGE) for r in recs))
     return time.perf_counter() - t0
 
 
-async def run(url: str, n: int, n_render: int) -> None:
-    store = RedisStore.from_url(url, prefix=PREFIX)
-    expires = time.time() + 3600
-    made = await create(store, n, expires)
-    print(f"{n:,} pending 4-question asks (baseline: created and posted in {made:.1f} s)")
-    wall, cpu, lines = cli(url, "list")
-    print(f"  ask-bridge list             {wall:6.1f} s wall  {cpu:6.1f} s CPU  {lines:,} lines")
-    wall, cpu, lines = cli(url, "list", "--limit", "50")
-    if lines < 0:
-        print("  ask-bridge list --limit 50  (no paging)")
-    else:
-        print(f"  ask-bridge list --limit 50  {wall:6.1f} s wall  {cpu:6.1f} s CPU  {lines} lines")
-    t0 = time.perf_counter()
-    cpu0 = time.process_time()
-    expired = await store.sweep(now=expires + 1)
-    swept, swept_cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    print(
-        f"  expiry, store part          {swept:6.1f} s wall  {swept_cpu:6.1f} s CPU  "
-        f"{len(expired):,} expired (target < 10 s)"
-    )
-    await store.aclose()
+class TimedStore(RedisStore):
+    """Notes when its sweep's last batch was handed over (the store part of a storm)."""
 
-    # the same storm again, as the sweeper runs it: store part and re-renders
-    store = RedisStore.from_url(url, prefix=PREFIX + "2")
+    swept_at = 0.0
+
+    async def sweep_batches(
+        self, now: float | None = None, *, size: int = SWEEP_BATCH
+    ) -> AsyncIterator[list[Ended]]:
+        async for batch in super().sweep_batches(now, size=size):
+            yield batch
+        self.swept_at = time.perf_counter()
+
+
+class CountedPoster(SlackPoster):
+    """The real Slack poster, counting the updates in flight."""
+
+    in_flight = 0
+    most = 0
+
+    async def update(self, record: AskRecord) -> None:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await super().update(record)
+        finally:
+            self.in_flight -= 1
+
+
+async def storm(url: str, n: int) -> None:
+    fake = await FakeSlack().start()
+    store = TimedStore.from_url(url, prefix=PREFIX + "storm")
+    poster = CountedPoster(make_client(BOT_TOKEN, fake.url))
+    qs = four_questions()
     expires = time.time() + 3600
-    await create(store, n_render, expires)
-    poster = SlowPoster()
+    for start in range(0, n, 200):
+        recs = [record(qs) for _ in range(min(200, n - start))]
+        for r in recs:
+            r.expires_at = expires
+
+        async def post(r: AskRecord) -> None:
+            await store.create(r)
+            await store.set_message(r.id, await poster.post(r))
+
+        await asyncio.gather(*(post(r) for r in recs))
+    fake.delay("chat.update", 0.02)
+    fake.rate_limit("chat.update", retry_after=1)
     sweeper = Sweeper(store, {"slack": poster})
     t0 = time.perf_counter()
     shown = await sweeper.sweep_once(now=expires + 1)
     took = time.perf_counter() - t0
+    limited = sum(1 for c in fake.errors() if c.error == "ratelimited")
     print(
-        f"  {n_render:,} expiring + re-render (20 ms per update)  {took:6.1f} s wall  "
-        f"{len(shown):,} shown, {poster.updates:,} updates"
+        f"  whole storm, {n:,} asks through the fake Slack: store part done at "
+        f"{store.swept_at - t0:5.1f} s, all re-rendered at {took:5.1f} s "
+        f"({len(shown):,} shown, {len(fake.ok_calls('chat.update')):,} chat.update, "
+        f"at most {poster.most} in flight, {limited} answered 429 and retried)"
     )
     await store.aclose()
+    await fake.stop()
+
+
+async def run(url: str, n: int, n_storm: int) -> None:
+    store = RedisStore.from_url(url, prefix=PREFIX)
+    expires = time.time() + 3600
+    made = await create(store, n, expires)
+    print(f"{n:,} pending 4-question asks (baseline: created and posted in {made:.1f} s)")
+    wall, cpu, lines = cli(url, "list", "--limit", "50")
+    print(f"  ask-bridge list --limit 50  {wall:6.1f} s wall  {cpu:6.1f} s CPU  {lines} lines")
+    t0 = time.perf_counter()
+    count = await store.count_pending("slack")
+    print(f"  count_pending               {(time.perf_counter() - t0) * 1000:6.1f} ms  {count:,}")
+    t0 = time.perf_counter()
+    cpu0 = time.process_time()
+    first = expired = 0
+    async for batch in store.sweep_batches(now=expires + 1):
+        first = first or time.perf_counter() - t0
+        expired += len(batch)
+    swept, swept_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    print(
+        f"  expiry, store part          {swept:6.1f} s wall  {swept_cpu:6.1f} s CPU  "
+        f"{expired:,} expired, first batch after {first * 1000:.0f} ms "
+        f"({made / swept:.1f}x faster than creating them; target < 10 s)"
+    )
+    await store.aclose()
+    await storm(url, n_storm)
 
 
 if __name__ == "__main__":
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    rendered = int(sys.argv[2]) if len(sys.argv) > 2 else count
+    stormed = int(sys.argv[2]) if len(sys.argv) > 2 else 2_000
     with server_url() as url:
-        asyncio.run(run(url, count, rendered))
+        asyncio.run(run(url, count, stormed))

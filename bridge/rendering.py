@@ -30,22 +30,22 @@ log = logging.getLogger(__name__)
 
 async def show_final(
     store: Store, posters: Poster | Mapping[str, Poster], ask: AskRecord | str
-) -> bool:
-    """Claim, update every message, mark it shown. Whether this call updated them all:
-    ``False`` when someone else holds the claim, the ask has no message or has not ended, a
-    message's platform has no poster here, or an update failed (logged, not raised: the outcome
-    stands, and the sweeper tries again later)."""
+) -> AskRecord | None:
+    """Claim, update every message, mark it shown. The record shown when this call updated
+    them all; ``None`` when someone else holds the claim, the ask has no message or has not
+    ended, a message's platform has no poster here, or an update failed (logged, not raised: the
+    outcome stands, and the sweeper tries again later)."""
     ask_id, message = (ask, None) if isinstance(ask, str) else (ask.id, ask.message)
     by_platform = {posters.platform: posters} if isinstance(posters, Poster) else posters
     try:
         # the record's message is recorded if the store never learned it (ended while posting)
         record = await store.claim_render(ask_id, message=message)
         if record is None:
-            return False
+            return None
     except Exception:
         log.exception("ask %s ended but its message could not be re-rendered", ask_id)
         metrics.platform_error(poster_platform(ask), "update")
-        return False
+        return None
     shown = True
     for each in record.messages:
         poster = by_platform.get(each.platform)
@@ -64,10 +64,10 @@ async def show_final(
             metrics.platform_error(each.platform, "update")
             shown = False
     if not shown:
-        return False
+        return None
     try:
         await store.mark_rendered(ask_id)
     except Exception:
         log.exception("ask %s was re-rendered but could not be marked so", ask_id)
-        return False
-    return True
+        return None
+    return record

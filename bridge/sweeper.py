@@ -23,14 +23,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from bridge import metrics
+from bridge.aio import stop
 from bridge.backoff import StateLog
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus
 from bridge.rendering import show_final
-from bridge.store.base import Store, StoreUnavailable, TimerClaim
+from bridge.store.base import SWEEP_BATCH, Ended, Store, StoreUnavailable, TimerClaim
 
 log = logging.getLogger(__name__)
 
@@ -43,41 +44,74 @@ class Sweeper:
         interval: float = 5.0,
         *,
         renders: int = 8,
+        batch: int = SWEEP_BATCH,
     ) -> None:
+        if renders < 1:
+            raise ValueError(f"renders must be at least 1, not {renders}")
         self.store = store
         self.posters = dict(posters or {})
         self.interval = interval
         self.renders = renders
-        """Final states shown (and reminders or escalations posted) at once: an expiry storm
-        re-renders concurrently, this many message updates in flight (each platform's client
-        paces them to its rate limits)."""
+        """Message updates in flight at once per platform (and reminders or escalations posted at
+        once). An expiry storm is re-rendered concurrently, but boundedly: each platform's client
+        waits out its own rate limits (a 429's Retry-After: Slack's ``chat.update`` is Tier 3,
+        about 50 a minute with bursts; Discord buckets edits per channel) while it holds one of
+        these, so a storm never has more than this many updates waiting on a platform, however
+        many asks expired."""
+        self.batch = batch
+        """Asks the store expires per step (:meth:`Store.sweep_batches`)."""
 
     async def sweep_once(self, now: float | None = None) -> list[AskRecord]:
-        """Sweep at ``now`` (default: the clock) and show the final state of each ask the sweep
-        returned (:meth:`Store.sweep`: expired by it, or never shown). Returns the asks this
-        sweeper showed: another sweeper's claim may have taken some.
+        """Sweep at ``now`` (default: the clock), show the final state of each ask the sweep
+        named (:meth:`Store.sweep_batches`: expired by it, or never shown), then post the
+        reminders and escalations due. Returns the asks this sweeper showed, as shown: another
+        sweeper's claim may have taken some.
 
-        An expiry is counted by the sweep that made it -- its ``closed_at`` is this sweep's
-        ``now`` -- not again when a later sweep shows an ask whose renderer died, nor for an ask a
-        click expired (that click counted it, :func:`bridge.metrics.judged`)."""
+        An expiry is counted by the sweep that made it, not again when a later sweep shows an
+        ask whose renderer died, nor for an ask a click expired (that click counted it,
+        :func:`bridge.metrics.judged`)."""
         now = time.time() if now is None else now
-        records = await self.store.sweep(now)
-        done = [False] * len(records)
-        todo = iter(range(len(records)))
-
-        async def renderer() -> None:
-            for i in todo:  # shared: each record goes to one renderer
-                done[i] = await show_final(self.store, self.posters, records[i])
-
-        await asyncio.gather(*(renderer() for _ in range(min(self.renders, len(records)))))
         shown: list[AskRecord] = []
-        for record, ok in zip(records, done, strict=True):
-            if record.status.value == "expired" and record.closed_at == now:
-                metrics.ended(record)  # shown or not: a later sweep shows it, uncounted
-            if ok:
-                shown.append(record)
+        await self._round(now, shown.append)
         await self.follow_up(now)
         return shown
+
+    async def _round(self, now: float, shown: Callable[[AskRecord], object]) -> None:
+        """One sweep: the store's batches feed one queue per platform, each drained by
+        :attr:`renders` renderers while the store expires the next batch. A queue holds only ids
+        (a storm's 100,000 records are never held at once); each renderer shows the ask through
+        its claim, which reads the current record."""
+        queues: dict[str, asyncio.Queue[Ended | None]] = {p: asyncio.Queue() for p in self.posters}
+
+        async def render(queue: asyncio.Queue[Ended | None]) -> None:
+            while (ended := await queue.get()) is not None:
+                record = await show_final(self.store, self.posters, ended.ask_id)
+                if record is not None:
+                    shown(record)
+                if ended.expired:  # shown or not: a later sweep shows it, uncounted
+                    counted = record or await self.store.get(ended.ask_id)
+                    if counted is not None:
+                        metrics.ended(counted)
+
+        renderers = [
+            asyncio.create_task(render(queue))
+            for queue in queues.values()
+            for _ in range(self.renders)
+        ]
+        try:
+            async for batch in self.store.sweep_batches(now, size=self.batch):
+                for ended in batch:
+                    queue = queues.get(ended.platform)
+                    if queue is not None:  # no poster here for it: another replica shows it
+                        queue.put_nowait(ended)
+                await asyncio.sleep(0)  # the renderers start on this batch before the next one
+            for queue in queues.values():
+                for _ in range(self.renders):
+                    queue.put_nowait(None)
+            await asyncio.gather(*renderers)
+        finally:
+            for task in renderers:
+                await stop(task)
 
     async def follow_up(self, now: float | None = None) -> int:
         """Claim the reminders and escalations due at ``now`` (default: the clock) and post

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from engine_fixtures import StoreFactory, new_record
 
 from bridge.answering import Answering, Caller, Outcome
@@ -14,7 +15,7 @@ from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.replies import Replies
-from bridge.store.base import SubmitOutcome
+from bridge.store.base import Store, SubmitOutcome
 from bridge.sweeper import Sweeper
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
@@ -39,6 +40,46 @@ async def test_sweep_once_at_a_given_time_expires_and_rerenders_once(
     assert update.status is AskStatus.EXPIRED and update.closed_at == at
     assert poster.updated(later.id) == []
     assert [r.id for r in await second.list_pending()] == [later.id]
+
+
+class CountingPoster(MemoryPoster):
+    """Each update takes a while; notes how many were in flight at once, and how many asks the
+    store still counted pending when each began."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+        self.in_flight = 0
+        self.most = 0
+        self.pending_seen: list[int] = []
+
+    async def update(self, record: AskRecord) -> None:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        self.pending_seen.append(await self.store.count_pending())
+        await asyncio.sleep(0.01)
+        self.in_flight -= 1
+        await super().update(record)
+
+
+async def test_a_storm_is_rendered_while_the_store_expires_it_with_bounded_concurrency(
+    store: Store,
+) -> None:
+    recs = [new_record(expires_in=60) for _ in range(24)]
+    for rec in recs:
+        await store.create(rec)
+        await store.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+    poster = CountingPoster(store)
+    elsewhere = MemoryPoster("discord")  # its queue stays empty: nothing of this storm is its
+    sweeper = Sweeper(store, {"memory": poster, "discord": elsewhere}, renders=3, batch=5)
+    shown = await sweeper.sweep_once(now=time.time() + 120)
+    assert sorted(r.id for r in shown) == sorted(r.id for r in recs)
+    assert sorted(r.id for r in poster.updates) == sorted(r.id for r in recs)
+    assert poster.most == 3  # concurrent, never more than the platform's share
+    assert poster.pending_seen[0] > 0  # the first update began before the store was done
+    assert elsewhere.updates == []
+    with pytest.raises(ValueError, match="renders"):
+        Sweeper(store, renders=0)
 
 
 async def test_an_answer_stored_but_never_shown_is_rendered_by_one_sweep(

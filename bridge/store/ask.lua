@@ -74,13 +74,26 @@ local function wake()
   redis.call('DEL', wakers)
 end
 
--- The ask no longer counts among the pending (its 'pend' member leaves the pending index). On
--- Cluster the caller removes the member, read from the record, itself: the field stays there.
+-- The platform the ask was posted to, read from the body without decoding it: the first
+-- '"destination":{"platform":"' in it is the record's own (text inside a JSON string never holds
+-- an unescaped quote). A plain find (memchr-fast; a pattern match tried every position of the
+-- body, the dearest step of an expiry), once per call. '' if not found.
+local platform_found
+local function platform()
+  if platform_found == nil then
+    local body = redis.call('HGET', rec, 'body') or ''
+    local _, at = string.find(body, '"destination":{"platform":"', 1, true)
+    local stop = at and string.find(body, '"', at + 1, true)
+    platform_found = stop and string.sub(body, at + 1, stop - 1) or ''
+  end
+  return platform_found
+end
+
+-- The ask no longer counts among the pending: its member '<platform>\0<id>' leaves the pending
+-- index (bridge.store.keys.pending_member). On Cluster the caller does it (another slot).
 local function unpend()
-  local member = redis.call('HGET', rec, 'pend')
-  if member and pending_index then
-    redis.call('ZREM', pending_index, member)
-    redis.call('HDEL', rec, 'pend')
+  if pending_index then
+    redis.call('ZREM', pending_index, platform() .. '\0' .. ask_id)
   end
 end
 
@@ -379,15 +392,15 @@ if op == 'create' then
   -- 7 body, 8 expires_at, 9 answerers, 10 deferred, 11 ttl ms, 12 lease ms, 13 event detail,
   -- 14 the creating process's wake-up channel (it is about to wait), 15 people required to
   -- agree (stored as 'req' only when more than one: a one-person ask reads no more),
-  -- 16 its member in the pending index ('<platform>\0<id>', bridge.store.keys.pending_member);
-  -- replies the status
+  -- 16 its member in the pending index ('<platform>\0<id>', as unpend() spells it); replies
+  -- the status
   if exists then
     -- the same ask again is a retry of this create; another one under that id is a duplicate
     local same = redis.call('HGET', rec, 'body') == ARGV[7]
     return {same and 'ok' or 'exists', redis.call('HGET', rec, 'status')}
   end
   redis.call('HSET', rec, 'body', ARGV[7], 'status', 'pending', 'exp', ARGV[8],
-    'answerers', ARGV[9], 'deferred', ARGV[10], 'handoff', '', 'pend', ARGV[16])
+    'answerers', ARGV[9], 'deferred', ARGV[10], 'handoff', '')
   if tonumber(ARGV[15]) > 1 then
     redis.call('HSET', rec, 'req', ARGV[15])
   end
@@ -495,10 +508,18 @@ elseif op == 'release' then
   end
   return {'other'}
 elseif op == 'settle' then
-  -- a sweeper's visit; 7 seconds until a held hand-off is checked again, 8 render interval (s)
+  -- a sweeper's visit; 7 seconds until a held hand-off is checked again, 8 render interval (s).
+  -- An ask to show or feed is answered {verdict, its platform, its hand-off, '1' if settled},
+  -- not with its record: a storm's sweep reads 100,000 of these. 'done' gives the platform too.
+  local function visited(verdict)
+    local handoff = redis.call('HGET', rec, 'handoff')
+    local settled = (handoff == 'none' or handoff == 'sent' or handoff == 'confirmed')
+      and show_in(0) == nil
+    return {verdict, platform(), handoff, settled and '1' or '0'}
+  end
   if status == 'pending' then
     if expire_if_due() then
-      return {'expired', record()}
+      return visited('expired')
     end
     return {'later', redis.call('HGET', rec, 'exp')}
   end
@@ -510,20 +531,20 @@ elseif op == 'settle' then
     -- nobody took it, or the taker died before confirming: the feed delivers it
     redis.call('HSET', rec, 'handoff', 'feed', 'deferred', '1')
     event('handed_to_feed', 'null', '{}')
-    return {'feed', record()}
+    return visited('feed')
   elseif handoff == 'feed' then
-    return {'feed', record()}
+    return visited('feed')
   end
   local wait = show_in(tonumber(ARGV[8]))
   if wait == nil then
     tidy()
-    -- on Cluster the caller drops the ask's member from the pending index (a repair: normally
-    -- whoever ended it did)
-    return {'done', redis.call('HGET', rec, 'pend') or ''}
+    -- on Cluster the caller drops the ask from the pending index (a repair: normally whoever
+    -- ended it did)
+    return {'done', platform()}
   elseif wait > 0 then
     return {'later', tostring(tonumber(now) + wait)}
   end
-  return {'show', record()}
+  return visited('show')
 elseif op == 'sent' then
   if redis.call('HGET', rec, 'handoff') == 'feed' then
     redis.call('HSET', rec, 'handoff', 'sent')

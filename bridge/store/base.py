@@ -207,6 +207,17 @@ def timer_detail(claim: TimerClaim, message: MessageRef | None) -> dict[str, Any
 
 
 @dataclass(frozen=True)
+class Ended:
+    """An ask a sweep says should be shown now (:meth:`Store.sweep_batches`): what a sweeper
+    needs to pick the poster for it; the record comes with the claim to show it."""
+
+    ask_id: str
+    platform: str
+    expired: bool = False
+    """This very sweep expired it (so the sweeper counts the expiry once)."""
+
+
+@dataclass(frozen=True)
 class PendingPage:
     """One page of pending asks (:meth:`Store.pending_page`)."""
 
@@ -491,17 +502,22 @@ class Store(ABC):
         """
         found: list[AskRecord] = []
         async for batch in self.sweep_batches(now):
-            found.extend(batch)
+            for ended in batch:
+                record = await self.get(ended.ask_id)
+                if record is not None:
+                    found.append(record)
         return found
 
     @abstractmethod
     def sweep_batches(
         self, now: float | None = None, *, size: int = SWEEP_BATCH
-    ) -> AsyncIterator[list[AskRecord]]:
-        """:meth:`sweep`, one bounded batch (at most ``size`` asks) at a time: each batch is
-        expired (and its hand-offs finished) when it is yielded, and the next one is swept only
-        when the caller asks for it -- so the caller starts showing the first expiries while the
-        store expires the rest, and never holds 100,000 records at once."""
+    ) -> AsyncIterator[list[Ended]]:
+        """:meth:`sweep`, one bounded batch (at most ``size`` asks visited) at a time, naming
+        the asks to show rather than reading their records: each batch is expired (and its
+        hand-offs finished) when it is yielded, and the rest is swept as the caller asks for more
+        (a networked store sweeps a few batches at once) -- so a sweeper starts showing the first
+        expiries while the store expires the rest, and a storm of 100,000 never builds 100,000
+        records (showing one reads it anyway, through :meth:`claim_render`)."""
 
     @abstractmethod
     async def claim_render(

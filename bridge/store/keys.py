@@ -39,17 +39,16 @@ keys):
                      time that the claimant's ``timer_done`` may have written meanwhile. TTL
                      refreshed on every write.
 ``<prefix>:pending``  sorted set: one member per pending ask, ``<platform>\0<id>``
-                     (:func:`pending_member`), all scored 0 so a platform's asks are one
-                     lexicographic range: :meth:`~bridge.store.base.Store.count_pending` is one
-                     ZCARD or ZLEXCOUNT, never a read of the asks. The record keeps its member in
-                     ``pend`` while it is pending. The script adds it on create and removes it when
-                     the ask leaves ``pending`` (and again when it is settled, a repair). On Cluster
-                     the caller does both, after the script (from the reply's status and ``pend``,
-                     which the record then keeps for the retention), and a sweep's visit of an ended
-                     ask removes it again: the count can be off there by the asks whose ending
-                     process died in the instant between the script and that step, until the
-                     sweeper next visits them. Asks created before this index existed are not
-                     counted. TTL refreshed on every write.
+                     (:func:`pending_member`; the platform of the body's destination), all scored
+                     0 so a platform's asks are one lexicographic range:
+                     :meth:`~bridge.store.base.Store.count_pending` is one ZCARD or ZLEXCOUNT,
+                     never a read of the asks. The script adds the member on create and removes
+                     it when the ask leaves ``pending`` (and again when it is settled, a repair).
+                     On Cluster the caller does both, after the script, and a sweep's visits of
+                     ended asks remove them again: the count can be off there by the asks whose
+                     ending process died in the instant between the script and that step, until
+                     the sweeper next visits them. Asks created before this index existed are not
+                     counted. TTL refreshed on every create.
 ``<prefix>:feed``    stream: answers (and ends) of deferred asks, one entry ``{"ask": <id>}`` each,
                      read through a consumer group; trimmed by age (retention). TTL refreshed.
 ``<prefix>:epoch``   string: a random value set once (SET NX) by the first process to use the
@@ -176,9 +175,6 @@ class Fields:
     TIMER_AT = "timer_at"
     TIMER_BY = "timer_by"
     TIMER_TRIES = "timer_tries"
-    PEND = "pend"
-    """The ask's member in the pending index (:func:`pending_member`), while it is pending (on
-    Cluster: kept)."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from bridge.store.base import (
     TIMER_TRIES,
     Delivery,
     DuplicateAsk,
+    Ended,
     HistoryEvent,
     Store,
     SubmitOutcome,
@@ -461,14 +462,14 @@ class MemoryStore(Store):
 
     async def sweep_batches(
         self, now: float | None = None, *, size: int = SWEEP_BATCH
-    ) -> AsyncIterator[list[AskRecord]]:
+    ) -> AsyncIterator[list[Ended]]:
         if size < 1:
             raise ValueError(f"size must be at least 1, not {size}")
         now = time.time() if now is None else now
         with self._lock:
             ask_ids = list(self._asks)
         for start in range(0, len(ask_ids), size):
-            shown: list[AskRecord] = []
+            shown: list[Ended] = []
             with self._lock:
                 for ask_id in ask_ids[start : start + size]:
                     entry = self._live(ask_id, now)
@@ -477,13 +478,13 @@ class MemoryStore(Store):
                     if entry.record.status is AskStatus.PENDING:
                         if entry.record.expires_at <= now:
                             self._expire(entry, now)
-                            shown.append(entry.record)
+                            shown.append(Ended(ask_id, entry.record.destination.platform, True))
                         continue
                     if entry.handoff in ("waiter", "taken") and not entry.lease_live(time.time()):
                         self._to_feed(entry, now)  # nobody took it, or the taker died unconfirmed
                     wait = entry.show_in(self.render_interval, now)
                     if wait is not None and wait <= 0:
-                        shown.append(entry.record)
+                        shown.append(Ended(ask_id, entry.record.destination.platform))
             if shown:
                 yield shown
 

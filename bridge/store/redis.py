@@ -79,6 +79,7 @@ from bridge.store.base import (
     TIMER_TRIES,
     Delivery,
     DuplicateAsk,
+    Ended,
     HistoryEvent,
     PendingPage,
     Store,
@@ -109,6 +110,8 @@ log = logging.getLogger(__name__)
 
 _SCRIPT = files("bridge.store").joinpath("ask.lua").read_text()
 _INDEX_TTL = 400 * 86400  # beyond any ask's expiry: refreshed on every write anyway
+_SWEEP_AHEAD = 3
+"""Sweep batches in flight at once (of the store's connections, 4 by default)."""
 
 DEFAULT_GROUP = "bridge"
 _OUTCOMES = {
@@ -371,17 +374,12 @@ class RedisStore(Store):
         )
         return reply
 
-    async def _unpend(self, raws: Sequence[dict[str, str]]) -> None:
-        """On Cluster, drop ended asks from the pending index (elsewhere their script did)."""
-        if not self._cluster:
-            return
-        members = [
-            raw[Fields.PEND]
-            for raw in raws
-            if raw.get(Fields.PEND) and raw.get(Fields.STATUS, "pending") != "pending"
-        ]
-        if members:
-            await self._r.zrem(self.keys.pending, *members)
+    async def _unpend(self, record: AskRecord) -> None:
+        """On Cluster, drop an ask that just ended from the pending index (elsewhere its script
+        did)."""
+        if self._cluster and record.status is not AskStatus.PENDING:
+            member = pending_member(record.destination.platform, record.id)
+            await self._r.zrem(self.keys.pending, member)
 
     async def _to_feed(self, ask_id: str) -> bool:
         """Put a finished ask on the feed, then mark it sent; a crash between repeats the XADD
@@ -546,7 +544,7 @@ class RedisStore(Store):
         if reply[0] == "accepted":
             await self._untime(record)
         if reply[0] in ("accepted", "expired"):  # this submission ended it
-            await self._unpend([raw])
+            await self._unpend(record)
         if reply[0] == "accepted" and raw.get(Fields.HANDOFF) == "feed":
             await self._to_feed(ask_id)
         elif reply[0] == "expired":
@@ -602,9 +600,10 @@ class RedisStore(Store):
         if reply[0] != "closed":
             return None
         raw = codec.pairs(reply[1])
-        await self._unpend([raw])
+        record = codec.record(raw)
+        await self._unpend(record)
         await self._ended(ask_id, raw)
-        return codec.record(raw)
+        return record
 
     @_guarded("release")
     async def release(self, ask_id: str) -> None:
@@ -711,10 +710,11 @@ class RedisStore(Store):
 
     async def sweep_batches(
         self, now: float | None = None, *, size: int = SWEEP_BATCH
-    ) -> AsyncIterator[list[AskRecord]]:
+    ) -> AsyncIterator[list[Ended]]:
         """Each batch: the next ``size`` asks due in the index, settled by one pipeline of
         per-ask scripts (one round trip; each ask still its own atomic step, in its own slot on
-        Cluster), then one pipeline updating the index."""
+        Cluster) that answer a few words each, not the record, then one pipeline updating the
+        indexes."""
         if size < 1:
             raise ValueError(f"size must be at least 1, not {size}")
         with _reaching("sweep"):
@@ -722,58 +722,64 @@ class RedisStore(Store):
             await self._check_epoch()
             now = time.time() if now is None else now
             while True:
-                ids = await self._r.zrangebyscore(self.keys.due, "-inf", now, start=0, num=size)
-                shown = await self._settle(ids, now)
-                if shown:
-                    yield shown
-                if len(ids) < size:
+                # a few batches at once, each on its own connection: Redis runs one batch's
+                # scripts while this process encodes the next (they share nothing but the index)
+                ids = await self._r.zrangebyscore(
+                    self.keys.due, "-inf", now, start=0, num=size * _SWEEP_AHEAD
+                )
+                batches = [ids[i : i + size] for i in range(0, len(ids), size)]
+                for shown in await asyncio.gather(*(self._settle(b, now) for b in batches)):
+                    if shown:
+                        yield shown
+                if len(ids) < size * _SWEEP_AHEAD:
                     return
 
-    async def _settle(self, ids: Sequence[str], now: float) -> list[AskRecord]:
-        """One batch of a sweep: each ask's ``settle`` visit, then the index brought up to date
-        (every new score is past ``now``, so the next batch sees other asks)."""
+    async def _settle(self, ids: Sequence[str], now: float) -> list[Ended]:
+        """One batch of a sweep: each ask's ``settle`` visit, then the indexes brought up to
+        date (every new score is past ``now``, so the next round sees other asks)."""
         replies = await self._run_many(
             "settle", ids, (self.lease_ttl, self.render_interval), now=now
         )
-        shown: list[AskRecord] = []
+        shown: list[Ended] = []
         later: dict[str, float] = {}
         unindex: list[str] = []
-        ended: list[dict[str, str]] = []
-        untime: list[str] = []  # expired with follow-ups: nothing is due for them any more
+        ended: list[str] = []  # members to drop from the pending index on Cluster
+        untime: list[str] = []  # expired: no reminder or escalation is due any more
         for ask_id, reply in zip(ids, replies, strict=True):
             verdict = reply[0]
             if verdict == "later":
                 later[ask_id] = float(reply[1])
                 continue
-            if verdict in ("missing", "done"):
+            if verdict == "missing":
                 unindex.append(ask_id)
-                if verdict == "done" and reply[1]:
-                    ended.append({Fields.PEND: reply[1], Fields.STATUS: "ended"})
                 continue
-            raw = codec.pairs(reply[1])
-            ended.append(raw)
+            platform = str(reply[1])
+            ended.append(pending_member(platform, ask_id))
+            if verdict == "done":
+                unindex.append(ask_id)
+                continue
             if verdict in ("expired", "show"):
-                shown.append(codec.record(raw))
-            if verdict == "expired" and shown[-1].follow_ups is not None:
+                shown.append(Ended(ask_id, platform, verdict == "expired"))
+            if verdict == "expired":
                 untime.append(ask_id)
-            settled = _settled(raw)
-            if raw.get(Fields.HANDOFF) == "feed":
+            settled = reply[3] == "1"
+            if reply[2] == "feed":
                 settled = await self._to_feed(ask_id)
             elif settled:
                 unindex.append(ask_id)
             if not settled:  # to show: visit again should nobody mark it shown
                 later[ask_id] = now + self.render_interval
-        await self._unpend(ended)
-        if unindex or later or untime:
-            async with self._r.pipeline(transaction=False) as pipe:
-                if untime:
-                    pipe.zrem(self.keys.timers, *untime)
-                if unindex:
-                    pipe.zrem(self.keys.due, *unindex)
-                if later:
-                    pipe.zadd(self.keys.due, later)
-                    pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
-                await pipe.execute()
+        async with self._r.pipeline(transaction=False) as pipe:
+            if self._cluster and ended:
+                pipe.zrem(self.keys.pending, *ended)
+            if untime:
+                pipe.zrem(self.keys.timers, *untime)
+            if unindex:
+                pipe.zrem(self.keys.due, *unindex)
+            if later:
+                pipe.zadd(self.keys.due, later)
+                pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
+            await pipe.execute()
         return shown
 
     @_guarded("claim_render")
