@@ -101,8 +101,10 @@ def step(
         "user_id": user_id,
         "outcome": outcome or None,
     }
-    if record.message is not None and record.message.extra.get("link"):
-        fields["link"] = record.message.extra["link"]
+    if record.message is not None:
+        fields["message_id"] = record.message.message_id
+        if record.message.extra.get("link"):
+            fields["link"] = record.message.extra["link"]
     fields.update(more or {})
     if log_questions():
         fields["questions"] = [q.question for q in record.questions.questions]

@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
     from bridge.asking import ChatHandler
-    from bridge.cli.progress import shown
+    from bridge.cli.progress import MessageLinks, shown
     from bridge.platform import resolve_platform
     from bridge.runtime import Runtime, stop_on_signals
     from bridge.tool import tools_interactive
@@ -206,7 +206,8 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
     (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
     async with stop_on_signals():
         try:
-            async with runtime.own_clicks(platform, *also) as receiving, shown():
+            links = platform if isinstance(platform, MessageLinks) else None
+            async with runtime.own_clicks(platform, *also) as receiving, shown(links=links):
                 return await _outcome(receiving.guard(tool.ainvoke(questions)))
         finally:
             await runtime.aclose()

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from bridge.aio import stop
 from bridge.platform import Finding, HttpRoute, PlatformUnavailable
 from bridge.poster import Poster
+from bridge.record import MessageRef
 from bridge.store.base import Store
 from platforms.slack.client import WatchedClient, make_client
 from platforms.slack.credentials import BotIdentity, check_app_token, check_bot_token
@@ -47,6 +48,10 @@ class SlackPlatform:
 
     def poster(self) -> Poster:
         return SlackPoster(self.client)
+
+    async def message_link(self, message: MessageRef) -> str | None:
+        """A posted message's link (``chat.getPermalink``), for ``ask``'s progress line."""
+        return await SlackPoster(self.client).permalink(message)
 
     def check_standalone(self) -> None:
         """Raise ``PlatformUnavailable`` unless the receiver can work inside a process without a

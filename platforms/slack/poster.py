@@ -1,7 +1,11 @@
-"""Posting and re-rendering ask messages with ``chat.postMessage`` and ``chat.update``."""
+"""Posting and re-rendering ask messages with ``chat.postMessage`` and ``chat.update``; a posted
+message's link with ``chat.getPermalink`` (no scope needed)."""
 
 from __future__ import annotations
 
+import logging
+
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.poster import Poster
@@ -10,6 +14,7 @@ from platforms.slack.render import reminder_text, render_message
 from platforms.slack.text import is_user
 
 PLATFORM = "slack"
+log = logging.getLogger(__name__)
 
 
 class SlackPoster(Poster):
@@ -41,6 +46,25 @@ class SlackPoster(Poster):
         return MessageRef(
             platform=PLATFORM, channel=str(resp["channel"]), message_id=str(resp["ts"]), extra=extra
         )
+
+    async def permalink(self, message: MessageRef) -> str | None:
+        """The message's link (``chat.getPermalink``), or ``None`` when Slack gives none.
+
+        Asked for apart from :meth:`post` -- by ``ask``'s progress line, the one place that shows
+        it -- so a post is one call: a second one inside it would widen the window in which a
+        cancelled post leaves a message nobody knows the reference of."""
+        try:
+            resp = await self.client.chat_getPermalink(
+                channel=message.channel, message_ts=message.message_id
+            )
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else exc
+            log.warning(
+                "no link to message %s in %s: %s", message.message_id, message.channel, error
+            )
+            return None
+        link = resp.get("permalink")
+        return link if isinstance(link, str) and link.startswith("https://") else None
 
     def individual(self, answerer: str) -> bool:
         """A user id (``U…``/``W…``), not a user group (``S…``)."""

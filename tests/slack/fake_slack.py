@@ -226,6 +226,13 @@ class FakeSlack:
         self.messages[key] = {**self.messages[key], **args}
         return {"ok": True, "channel": key[0], "ts": key[1], "text": args.get("text", "")}
 
+    def _m_chat_getPermalink(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = args.get("channel", ""), args.get("message_ts", "")
+        if (channel, ts) not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        link = f"https://fake.slack.com/archives/{channel}/p{ts.replace('.', '')}"
+        return {"ok": True, "channel": channel, "permalink": link}
+
     def _m_chat_postEphemeral(self, args: dict[str, Any]) -> dict[str, Any]:
         if not args.get("channel") or not args.get("user"):
             return {"ok": False, "error": "channel_not_found"}

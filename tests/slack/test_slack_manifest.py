@@ -14,6 +14,7 @@ SCOPES = {  # Web API method (as slack_sdk names it) -> bot scope it needs
     "chat_postMessage": "chat:write",
     "chat_update": "chat:write",
     "chat_postEphemeral": "chat:write",
+    "chat_getPermalink": None,  # needs no scope: the message link `ask` shows
     "usergroups_users_list": "usergroups:read",
     "views_open": None,
     "views_update": None,

@@ -5,6 +5,7 @@ without a restart), metrics count what happened, JSON log lines say what happene
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import signal
 import time
@@ -21,14 +22,19 @@ from procs import Serve, cli_env
 from redis_server import RedisServer
 from samples import q
 
-from bridge.models import QuestionSet
-from bridge.record import AskRecord, AskStatus, Destination
+from bridge.asking import ChatHandler
+from bridge.models import Answer, QuestionSet
+from bridge.record import AskRecord, AskStatus, Destination, Responder
+from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
+from platforms.slack import SlackPlatform
 from platforms.slack.client import make_client
 from platforms.slack.poster import SlackPoster
+from platforms.slack.settings import SlackSettings
 
 CHANNEL = "C0GENERAL"
 SECRET_QUESTION = "Ship the confidential merger memo?"
+YES = (Answer(question="Link?", selected=("y",)),)
 
 
 @pytest.fixture
@@ -196,3 +202,63 @@ async def test_serve_stops_when_its_bot_token_is_revoked_while_serving(
     (line,) = [x for x in serve.log if x.startswith("ask-bridge serve: Slack refused")]
     assert "SLACK_BOT_TOKEN (token_revoked) while running" in line
     assert serve.log[-1] == line  # the process's last word
+
+
+class Terminal(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.wrote = asyncio.Event()
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.wrote.set()
+        return super().write(text)
+
+    async def shows(self, text: str) -> None:
+        while text not in self.getvalue():
+            self.wrote.clear()
+            await self.wrote.wait()
+
+
+async def test_ask_on_a_terminal_shows_the_link_to_the_slack_message(
+    fake: FakeSlack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bridge.cli import progress
+
+    monkeypatch.setattr(progress, "TICK", 0.01)
+    platform = SlackPlatform(SlackSettings(bot_token=BOT_TOKEN, api_url=fake.url))
+    store = MemoryStore()
+    handler = ChatHandler(platform.poster(), store, Destination(platform="slack", channel=CHANNEL))
+    term = Terminal()
+    async with progress.shown(term, links=platform):
+        call = asyncio.create_task(handler([q("Link?", "Link", ["y", "n"])], {}))
+        (asked,) = await fake.wait_for("chat.getPermalink")  # after the post, for the terminal
+        ts = asked["message_ts"].replace(".", "")
+        link = f"https://fake.slack.com/archives/{asked['channel']}/p{ts}"
+        await asyncio.wait_for(term.shows(link), 10)
+        (pending,) = await store.list_pending()
+        await store.submit(pending.id, Responder(user_id="U0ALICE"), YES)
+        await call
+    assert f"waiting for an answer in slack {CHANNEL} (ask {pending.id}), 0:00 {link}" in (
+        term.getvalue()
+    )
+
+
+async def test_a_link_slack_will_not_give_is_left_out(fake: FakeSlack) -> None:
+    platform = SlackPlatform(SlackSettings(bot_token=BOT_TOKEN, api_url=fake.url))
+    record = AskRecord(
+        questions=QuestionSet.model_validate({"questions": [q("No link?", "Link", ["y", "n"])]}),
+        destination=Destination(platform="slack", channel=CHANNEL),
+        expires_at=time.time() + 300,
+    )
+    ref = await platform.poster().post(record)
+    assert [c.method for c in fake.calls] == ["chat.postMessage"]  # a post is one call
+    fake.fail_next("chat.getPermalink", "internal_error")
+    assert await platform.message_link(ref) is None
+    assert await platform.message_link(ref.model_copy(update={"message_id": "1.2"})) is None
+    found = await platform.message_link(ref)
+    assert (
+        found == f"https://fake.slack.com/archives/{ref.channel}/p{ref.message_id.replace('.', '')}"
+    )
