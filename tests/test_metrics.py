@@ -36,6 +36,13 @@ def steps(caplog: pytest.LogCaptureFixture, ask_id: str) -> list[dict[str, objec
     return [f for f in found if isinstance(f, dict) and f.get("ask_id") == ask_id]
 
 
+class Unreachable(MemoryPoster):
+    """A platform that fails every update."""
+
+    async def update(self, record: AskRecord) -> None:
+        raise ConnectionError("the platform is unreachable")
+
+
 async def posted(store_factory: StoreFactory, *, expires_in: float) -> AskRecord:
     store = await store_factory()
     record = new_record(expires_in=expires_in)
@@ -76,7 +83,7 @@ async def test_a_sweep_counts_its_expiry_once_even_when_shown_later(
     record = await posted(make_store, expires_in=60)
     before = expired_count()
     at = time.time() + 120
-    await Sweeper(store, {}).sweep_once(now=at)  # expired; nobody could show it (no poster)
+    await Sweeper(store, {"memory": Unreachable()}).sweep_once(now=at)  # expired, not shown
     assert expired_count() == before + 1
     await asyncio.sleep(0.3)  # past the render interval: the failed claim lapses
     poster = MemoryPoster()
