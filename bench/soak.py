@@ -47,6 +47,7 @@ from redis_server import RedisServer  # noqa: E402
 from bridge.asking import AskPolicy, ChatHandler  # noqa: E402
 from bridge.models import Question  # noqa: E402
 from bridge.record import AskRecord, Destination, MessageRef  # noqa: E402
+from bridge.result import AskUserAnswered  # noqa: E402
 from bridge.store.redis import RedisStore  # noqa: E402
 from platforms.slack.client import make_client  # noqa: E402
 from platforms.slack.poster import SlackPoster  # noqa: E402
@@ -128,7 +129,8 @@ class Soak:
             except Exception as exc:
                 self.outcomes[f"agent: {type(exc).__name__}"] += 1
                 return
-            self.outcomes["returned answers" if isinstance(result, tuple) else "deferred"] += 1
+            answered = isinstance(result, AskUserAnswered)
+            self.outcomes["returned answers" if answered else "deferred"] += 1
 
     # -- the teammates -------------------------------------------------------------------------
 
