@@ -262,3 +262,98 @@ async def test_a_link_slack_will_not_give_is_left_out(fake: FakeSlack) -> None:
     assert (
         found == f"https://fake.slack.com/archives/{ref.channel}/p{ref.message_id.replace('.', '')}"
     )
+
+
+class SlowReply:
+    """A TCP proxy on loopback in front of Redis that holds back the reply to the next command
+    containing ``marker`` for ``seconds`` (a slow store), and says when that command went by."""
+
+    def __init__(self, upstream: int, marker: bytes, seconds: float) -> None:
+        self.upstream, self.marker, self.seconds = upstream, marker, seconds
+        self.sent = asyncio.Event()
+        self.armed = False
+        self.port = 0
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> SlowReply:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
+        slow = asyncio.Event()
+
+        async def to_server() -> None:
+            while data := await reader.read(65536):
+                if self.armed and self.marker in data:
+                    self.armed = False
+                    slow.set()  # before the command leaves: its reply is the next data
+                    self.sent.set()
+                up_writer.write(data)
+                await up_writer.drain()
+
+        async def to_client() -> None:
+            while data := await up_reader.read(65536):
+                if slow.is_set():
+                    slow.clear()
+                    await asyncio.sleep(self.seconds)
+                writer.write(data)
+                await writer.drain()
+
+        pumps = [asyncio.create_task(to_server()), asyncio.create_task(to_client())]
+        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        for pump in pumps:
+            pump.cancel()
+        for w in (writer, up_writer):
+            w.close()
+
+
+async def test_sigterm_finishes_a_click_in_flight_and_leaves_pending_asks_alone(
+    fake: FakeSlack, redis_srv: RedisServer
+) -> None:
+    """SIGTERM lands while a click is being judged (the store answers it 1 s late): the click's
+    verdict is stored and acknowledged, the process exits within 10 s, other asks stay pending."""
+    prefix = f"st{uuid.uuid4().hex[:6]}"
+    store = RedisStore.from_url(redis_srv.url, prefix=prefix)
+    async with SlowReply(redis_srv.port, b"$4\r\npick\r\n", 1.0) as slow:
+        env = cli_env(
+            SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET,
+            SLACK_API_URL=fake.url, REDIS_URL=slow.url, ASK_BRIDGE_KEY_PREFIX=prefix,
+        )  # fmt: skip
+        serve = await Serve(env).start()
+        try:
+            clicked, waiting = await post_ask(store, fake), await post_ask(store, fake)
+            assert clicked.message is not None
+            payload = block_actions(
+                fake, clicked.message.channel, clicked.message.message_id, "U0ALICE",
+                f"askb:pick:{clicked.id}:0:1",
+            )  # fmt: skip
+            body = form_body(payload)
+            slow.armed = True
+            async with aiohttp.ClientSession() as http:
+                sending = asyncio.create_task(http.post(serve.url, data=body, headers=signed(body)))
+                await asyncio.wait_for(slow.sent.wait(), 10)  # the click is being judged now
+                started = time.monotonic()
+                await serve.stop(signal.SIGTERM)
+                took = time.monotonic() - started
+                async with await sending as resp:
+                    acked = resp.status
+            answered, untouched = await store.get(clicked.id), await store.get(waiting.id)
+        finally:
+            await serve.stop()
+            await store.aclose()
+    assert serve.returncode == 0 and took < 10
+    assert acked == 200  # acknowledged after its verdict was stored
+    assert answered is not None and answered.status is AskStatus.ANSWERED
+    assert answered.answers is not None and answered.answers[0].selected == ("n",)
+    assert untouched is not None and untouched.status is AskStatus.PENDING
+    assert "Traceback" not in "".join(serve.log)
