@@ -1,13 +1,15 @@
 """Concurrent waiting ``ask_user`` calls in one fresh process: RSS per call, Redis connections,
 and that every call returns its own answer.
 
-Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4]`` (default 10,000). For
-each N, and for 1 and 4 questions per ask, a fresh child process imports the bridge, opens a
-``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the scripts are
-in place), then starts N tool calls through ``AskUserTool.ainvoke`` with the model's arguments as
-decoded JSON -- exactly what a framework hands over -- each validated, created, posted (a poster
-that shows nothing) and waiting. RSS is read once every call is waiting *and* the server has run no
-command for a second (INFO commandstats), so every call's status check has run, after a collection.
+Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4] [--burst]`` (default
+10,000). For each N, and for 1 and 4 questions per ask, a fresh child process imports the bridge,
+opens a ``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the
+scripts are in place), then starts N tool calls (:data:`WAVE` at a time, or all at once with
+``--burst``) through ``AskUserTool.ainvoke`` with the model's arguments as decoded JSON -- exactly
+what a framework hands over, and held by the bench as a framework holds them -- each validated,
+created, posted (a poster that shows nothing) and waiting. RSS is read once every call is
+waiting *and* the server has run no command for a second (INFO commandstats), so every call's
+status check has run, after a collection.
 Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
 ask, and each call must return its own answer.
 
@@ -30,8 +32,15 @@ from redis.asyncio import Redis
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.models import Answer
 from bridge.record import Destination, Responder
+from bridge.result import ToolOutcome
 from bridge.store.redis import RedisStore
 from bridge.tool import AskUserTool
+
+WAVE = 1000
+"""Calls started at once, each wave once the previous one is posted: calls arrive over time, so
+RSS shows what waiting calls hold rather than the peak of validating 100,000 question sets in the
+same instant (``--burst`` starts them all at once: that peak stays in RSS, freed but not returned
+to the system)."""
 
 
 def arguments(n_questions: int, i: int) -> object:
@@ -69,7 +78,7 @@ async def floor(n: int) -> None:
     await asyncio.gather(*parked)
 
 
-async def child(url: str, n: int, n_questions: int) -> None:
+async def child(url: str, n: int, n_questions: int, wave: int) -> None:
     prefix = f"waits{n_questions}x{n}"
     store = RedisStore.from_url(url, prefix=prefix)
     poster = NullPoster()
@@ -93,11 +102,14 @@ async def child(url: str, n: int, n_questions: int) -> None:
     args = [arguments(n_questions, i) for i in range(n)]
     gc.collect()
     before = rss()
-    calls = [asyncio.create_task(tool.ainvoke(a)) for a in args]
-    del args
+    # ``args`` stays referenced, as a framework holds a tool call's arguments until it returns:
+    # what the call itself keeps is measured, not the arguments the bench built
+    calls: list[asyncio.Task[ToolOutcome]] = []
     t0 = time.perf_counter()
-    while poster.posted < n + 1:  # noqa: ASYNC110 (polling a counter: nothing to await)
-        await asyncio.sleep(0.05)
+    for start in range(0, n, wave):
+        calls += [asyncio.create_task(tool.ainvoke(a)) for a in args[start : start + wave]]
+        while poster.posted < len(calls) + 1:  # noqa: ASYNC110 (polling a counter)
+            await asyncio.sleep(0.01)
     await quiet(raw)  # every call's status check (and lease) has reached the server
     ready = time.perf_counter() - t0
     gc.collect()
@@ -138,6 +150,7 @@ async def child(url: str, n: int, n_questions: int) -> None:
             {
                 "n": n,
                 "questions": n_questions,
+                "wave": wave,
                 "rss_per_call": (during - before) / n,
                 "connections": conns,
                 "ok": ok,
@@ -154,7 +167,7 @@ async def child(url: str, n: int, n_questions: int) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        asyncio.run(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+        asyncio.run(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--floor":
         asyncio.run(floor(int(sys.argv[2])))
@@ -165,6 +178,10 @@ def main() -> None:
         at = args.index("--questions")
         shapes = tuple(int(q) for q in args[at + 1].split(","))
         del args[at : at + 2]
+    wave = WAVE
+    if "--burst" in args:
+        args.remove("--burst")
+        wave = 0
     sizes = [int(a) for a in args] or [10_000]
     with server_url() as url:
         for n in sizes:
@@ -177,7 +194,7 @@ def main() -> None:
             bare = json.loads(out.strip().splitlines()[-1])["floor_per_task"]
             for q in shapes:
                 done = subprocess.run(
-                    [sys.executable, __file__, "--child", url, str(n), str(q)],
+                    [sys.executable, __file__, "--child", url, str(n), str(q), str(wave or n)],
                     capture_output=True,
                     text=True,
                     check=False,
@@ -186,10 +203,11 @@ def main() -> None:
                     sys.exit(f"{n:,} calls, {q} question(s): the child failed\n{done.stderr}")
                 out = done.stdout
                 r = json.loads(out.strip().splitlines()[-1])
+                started = "all at once" if r["wave"] >= n else f"{r['wave']:,} at a time"
                 print(
                     f"{r['n']:,} waiting ask_user calls, {r['questions']} question(s), fresh "
-                    f"process: {r['rss_per_call'] / 1024:.1f} KB RSS per call (floor: a bare "
-                    f"parked task in a fresh process {bare / 1024:.2f} KB); "
+                    f"process, started {started}: {r['rss_per_call'] / 1024:.1f} KB RSS per "
+                    f"call (floor: a bare parked task in a fresh process {bare / 1024:.2f} KB); "
                     f"{r['connections']} Redis connections; {r['ok']:,}/{r['n']:,} returned "
                     f"their own answer, {r['deferred']:,} deferred to the feed (all waiting "
                     f"after {r['ready_s']:.1f} s, all answered "

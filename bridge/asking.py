@@ -26,6 +26,7 @@ the post) is re-rendered by the handler, which alone knows the message then.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -38,11 +39,11 @@ from bridge import metrics
 from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed
 from bridge.followups import follow_ups, parse_destination
-from bridge.models import Question, QuestionSet
+from bridge.models import Option, Question, QuestionSet
 from bridge.poster import Poster
 from bridge.record import MAX_REQUIRED, AskRecord, AskStatus, Destination, FollowUps, MessageRef
 from bridge.rendering import show_final
-from bridge.result import AskUserAnswered
+from bridge.result import AskUserAnswered, ToolOutcome
 from bridge.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -112,13 +113,72 @@ def check_required(policy: AskPolicy, poster: Poster) -> None:
             )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Asking:
-    """One call's ask, and where it was posted once the poster said so (the store may not know
-    yet when a cancellation lands)."""
+    """One call's ask: its record until the call starts waiting, then only what the rest of the
+    call needs -- a person may take hours, and the store hands the record back with the outcome --
+    and where it was posted once the poster said so (the store may not know yet when a
+    cancellation lands)."""
 
-    record: AskRecord
+    ask_id: str
+    record: AskRecord | None
     message: MessageRef | None = None
+    kept: str = ""
+    """While the call waits, the record in a compact form, for the one path that needs it without
+    the store: the store lost it (:meth:`ChatHandler._vanished` still shows the message ended)."""
+
+    def wait(self) -> None:
+        """From now on hold the record and message only packed (:func:`_pack`): a seventh of
+        their size as models."""
+        assert self.record is not None
+        self.kept = _pack(self.record, self.message)
+        self.record = self.message = None  # the store has the message: it was recorded
+
+    def vanished(self, destination: Destination) -> AskRecord:
+        """The record as this call created it, with its message if posted (the store lost its
+        copy)."""
+        if self.record is not None:
+            return self.record.model_copy(update={"message": self.message})
+        return _unpack(self.kept, destination)
+
+
+def _pack(record: AskRecord, message: MessageRef | None) -> str:
+    """What :func:`_unpack` needs, as JSON arrays without keys where it can: 100,000 waiting calls
+    each keep one, so it is about three quarters of the record's own JSON."""
+    questions = [
+        [
+            q.question,
+            q.header,
+            q.multiSelect,
+            *(x for o in q.options for x in (o.label, o.description)),
+        ]
+        for q in record.questions.questions
+    ]
+    rest = record.model_dump(
+        mode="json", exclude={"questions", "destination"}, exclude_defaults=True
+    )
+    if message is not None:
+        rest["message"] = message.model_dump(mode="json")
+    return json.dumps([rest, questions], ensure_ascii=False, separators=(",", ":"))
+
+
+def _unpack(kept: str, destination: Destination) -> AskRecord:
+    rest, questions = json.loads(kept)
+    asked = QuestionSet(
+        questions=tuple(
+            Question(
+                question=q[0],
+                header=q[1],
+                multiSelect=q[2],
+                options=tuple(
+                    Option(label=label, description=about)
+                    for label, about in zip(q[3::2], q[4::2], strict=True)
+                ),
+            )
+            for q in questions
+        )
+    )
+    return AskRecord.model_validate({**rest, "questions": asked, "destination": destination})
 
 
 def _duration(seconds: float) -> str:
@@ -156,12 +216,21 @@ class ChatHandler:
     async def __call__(
         self, questions: Sequence[Question], context: Mapping[str, Any]
     ) -> AskUserAnswered | AskUserDeferred:
+        outcome = await self.ask_outcome(list(questions), dict(context))
+        if outcome.answered is not None:
+            return outcome.answered
+        assert outcome.deferred is not None
+        return outcome.deferred
+
+    async def ask_outcome(self, questions: list[Question], context: dict[str, Any]) -> ToolOutcome:
+        """Ask, and return the outcome with the question set as the store hands it back (the
+        :class:`~bridge.tool.ReadsBack` protocol: the tool holds no copy while this waits)."""
         policy = self.policy
         now = time.time()
         record = AskRecord(
             questions=QuestionSet(questions=tuple(questions)),
             destination=self.destination,
-            context=dict(context),
+            context=context,
             answerers=policy.answerers,
             required=policy.required,
             tell_model_who=policy.tell_model_who,
@@ -170,21 +239,60 @@ class ChatHandler:
             expires_at=now + policy.expires,
             deferred=policy.mode == "defer",
         )
+        del questions, context  # held by the record until the wait starts, then by nothing here
         await self.store.create(record)
         metrics.created(record)
-        ask = _Asking(record)
+        ask = _Asking(record.id, record)
         try:
-            return await self._post_and_wait(ask)
+            # one frame from here to the end (a waiting call keeps it for hours)
+            ask.message = await self._post(record)
+            known = await self.store.set_message(record.id, ask.message)
+            metrics.posted(record.model_copy(update={"message": ask.message}))
+            if known is not None and known.status is not AskStatus.PENDING:
+                # Ended before its message was known (a click right after the post, racing this
+                # call): whoever ended it had no message to re-render, so this process does.
+                await self._render(known)
+            del known  # as big as the ask: not held for the whole wait
+            if policy.mode == "defer":
+                return self._deferred(record, ask.message)
+            ask.wait()  # from here on only the id: the store hands the record back
+            del record
+            done = await self.store.wait(ask.ask_id, policy.wait)
+            if done is None:
+                done = await self._timed_out(ask)
+            if done.status is not AskStatus.PENDING:
+                await self._show_across_platforms(done)
+            if done.status is AskStatus.ANSWERED and done.answers is not None and not done.deferred:
+                # taken above: tell the store it is returned (a cancellation landing here releases
+                # it to the feed; should this process die first, the sweeper feeds it)
+                await self.store.confirm(ask.ask_id)
+                metrics.resumed(done)
+                answered = AskUserAnswered(
+                    answers=done.answers,
+                    who=tuple(done.who_answered()),
+                    submissions=done.submissions,
+                    tell_model=done.tell_model_who,
+                    extra={"ask_id": done.id},
+                )
+                return ToolOutcome(done.questions, done.answers, answered=answered)
         except asyncio.CancelledError:
             # wherever it lands after create -- posting, recording the message, re-rendering,
             # waiting -- the ask must not stay pending with live controls
             await self._cancelled(ask)
             raise
+        if done.status is AskStatus.ANSWERED or done.deferred:
+            return self._deferred(done, done.message)
+        what = "expired" if done.status is AskStatus.EXPIRED else "were cancelled"
+        raise NotAnswered(
+            f"nobody answered: the questions {what} before anyone answered. Continue without "
+            "the answers, or ask again if you still need them.",
+            done,
+        )
 
-    async def _post_and_wait(self, ask: _Asking) -> AskUserAnswered | AskUserDeferred:
-        policy, record = self.policy, ask.record
+    async def _post(self, record: AskRecord) -> MessageRef:
+        """Post the question set; a refusal closes the ask and says so (:class:`PostFailed`)."""
         try:
-            ask.message = await self.poster.post(record)
+            return await self.poster.post(record)
         except Exception as exc:
             await self.store.record_event(record.id, "post_failed", error=repr(exc)[:500])
             closed = await self.store.close(record.id, AskStatus.CANCELLED)
@@ -194,46 +302,11 @@ class ChatHandler:
                 "Nobody saw them; continue without the answers or try again later.",
                 closed or record,
             ) from exc
-        known = await self.store.set_message(record.id, ask.message)
-        metrics.posted(record.model_copy(update={"message": ask.message}))
-        if known is not None and known.status is not AskStatus.PENDING:
-            # Ended before its message was known (a click right after the post, racing this
-            # call): whoever ended it had no message to re-render, so this process does.
-            await self._render(known)
-        del known  # as big as the ask: not held for the whole wait
-        if policy.mode == "defer":
-            return self._deferred(record, ask.message)
-        done = await self.store.wait(record.id, policy.wait)
-        if done is None:
-            done = await self._timed_out(ask)
-        if done.status is not AskStatus.PENDING:
-            await self._show_across_platforms(done)
-        if done.status is AskStatus.ANSWERED and done.answers is not None and not done.deferred:
-            # taken above: tell the store it is returned (a cancellation landing here releases
-            # it to the feed; should this process die first, the sweeper feeds it)
-            await self.store.confirm(record.id)
-            metrics.resumed(done)
-            return AskUserAnswered(
-                answers=done.answers,
-                who=tuple(done.who_answered()),
-                submissions=done.submissions,
-                tell_model=done.tell_model_who,
-                extra={"ask_id": done.id},
-            )
-        if done.status is AskStatus.ANSWERED or done.deferred:
-            return self._deferred(done, ask.message)
-        what = "expired" if done.status is AskStatus.EXPIRED else "were cancelled"
-        raise NotAnswered(
-            f"nobody answered: the questions {what} before anyone answered. Continue without "
-            "the answers, or ask again if you still need them.",
-            done,
-        )
 
     async def _timed_out(self, ask: _Asking) -> AskRecord:
         """The wait ran out: defer (keeping the ask open) or close it as expired."""
-        record = ask.record
         if self.policy.on_timeout == "error":
-            closed = await self.store.close(record.id, AskStatus.EXPIRED)
+            closed = await self.store.close(ask.ask_id, AskStatus.EXPIRED)
             if closed is not None:
                 metrics.ended(closed)
                 await self._render(closed)
@@ -243,7 +316,7 @@ class ChatHandler:
                     closed,
                 )
         # defer() is atomic with submit: an answer that just landed comes back, taken by us
-        current = await self.store.defer(record.id)
+        current = await self.store.defer(ask.ask_id)
         if current is None:
             await self._vanished(ask)
         if current.status is AskStatus.PENDING:
@@ -259,9 +332,9 @@ class ChatHandler:
         that returned the answers never also feeds them). A cancellation that landed before the
         store recorded the message still re-renders it, from the reference this call holds.
         """
-        closed = await self.store.close(ask.record.id, AskStatus.CANCELLED)
+        closed = await self.store.close(ask.ask_id, AskStatus.CANCELLED)
         if closed is None:
-            await self.store.release(ask.record.id)
+            await self.store.release(ask.ask_id)
             return
         metrics.ended(closed)
         if closed.message is None and ask.message is not None:
@@ -273,16 +346,14 @@ class ChatHandler:
         """The store no longer knows a pending ask this call posted: it lost its data (a Redis
         restarted without persistence, or flushed). Nobody's click can answer it any more, so
         the message this call knows is shown as ended, and the model and the log say why."""
-        record = ask.record
+        record = ask.vanished(self.destination)
         log.error(
             "ask %s vanished from the store before anyone answered: the store lost its data "
             "(was Redis restarted without persistence? check appendonly/save)",
             record.id,
         )
-        if ask.message is not None:
-            ended = record.model_copy(
-                update={"status": AskStatus.CANCELLED, "message": ask.message}
-            )
+        if record.message is not None:
+            ended = record.model_copy(update={"status": AskStatus.CANCELLED})
             try:  # not show_final: the store holds nothing to claim
                 await self.poster.update(ended)
             except Exception:
@@ -315,11 +386,11 @@ class ChatHandler:
         """Show the final state (once across replicas; failures logged: the outcome stands)."""
         await show_final(self.store, self.posters, record)
 
-    def _deferred(self, record: AskRecord, message: MessageRef | None) -> AskUserDeferred:
+    def _deferred(self, record: AskRecord, message: MessageRef | None) -> ToolOutcome:
         metrics.deferred(record)
         extra: dict[str, Any] = {"ask_id": record.id, "expires_at": record.expires_at}
         if record.required > 1:  # the feed's record will hold every submission
             extra["required"] = record.required
         if message is not None:
             extra["message"] = message.model_dump(mode="json")
-        return AskUserDeferred(extra=extra)
+        return ToolOutcome(questions=record.questions, deferred=AskUserDeferred(extra=extra))

@@ -12,7 +12,9 @@ Which handler asks (first that exists wins):
 A handler is ``callback(questions: list[Question], context: dict)``, sync or async. It returns a
 mapping of question text to a label / list of labels / free text, a list of :class:`Answer`,
 :class:`~bridge.result.AskUserAnswered` (answers with who gave them), an awaitable of any of them,
-or :class:`AskUserDeferred`. Sync handlers called from async code run in a
+or :class:`AskUserDeferred`. A handler that keeps the questions itself may also offer
+``ask_outcome`` (:class:`ReadsBack`), which the tool then calls instead, holding no copy of the
+question set while it waits. Sync handlers called from async code run in a
 daemon worker thread: a handler waiting for a person never blocks the event loop, and Ctrl-C or
 cancellation never waits for it.
 
@@ -32,7 +34,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
@@ -56,6 +58,22 @@ AskUserCallback: TypeAlias = Callable[[list[Question], dict[str, Any]], Any]
 
 AskContext: TypeAlias = Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None
 """A dict passed to every ask, or a zero-argument callable called on every ask to build it."""
+
+
+class ReadsBack(Protocol):
+    """A handler that keeps the question set itself and hands it back with the outcome.
+
+    A person may take hours to answer, and a process may hold 100,000 such calls: a handler that
+    stores the asks anyway (:class:`~bridge.asking.ChatHandler` keeps them in its store, which
+    returns the record with the answer) lets the tool keep no copy of the validated set while it
+    waits. When the handler has an async ``ask_outcome``, the tool calls it instead of the handler
+    itself and builds the result from the :class:`ToolOutcome` it returns (answers are normalised
+    against the set handed back, which must be the set it was given)."""
+
+    async def ask_outcome(
+        self, questions: list[Question], context: dict[str, Any]
+    ) -> ToolOutcome: ...
+
 
 TOOL_NAME = "ask_user"
 
@@ -350,14 +368,41 @@ class AskUserTool:
             return ToolOutcome(questions=qs, answers=answers, answered=returned)
         return ToolOutcome(questions=qs, answers=normalise_answers(qs, returned))
 
+    @staticmethod
+    def _read_back(outcome: object) -> ToolOutcome:
+        """A :class:`ReadsBack` handler's outcome, its answers normalised against the question
+        set it handed back, like any handler's answers against the asked set."""
+        if not isinstance(outcome, ToolOutcome):
+            raise ToolRejected(
+                f"{HANDLER_FAILED}the handler's ask_outcome returned "
+                f"{type(outcome).__name__}, not a ToolOutcome"
+            )
+        if outcome.answers is None:
+            return outcome
+        answers = normalise_answers(outcome.questions, outcome.answers)
+        return ToolOutcome(questions=outcome.questions, answers=answers, answered=outcome.answered)
+
     # -- async -------------------------------------------------------------------------------
 
     async def ainvoke(self, questions: object) -> ToolOutcome:
         """Validate, ask, and return the :class:`ToolOutcome`; raises only :class:`ToolRejected`
         (plus ``KeyboardInterrupt``/cancellation)."""
         qs = validate_questions(questions)
+        del questions  # the caller's object: this call does not keep it alive
         callback = self._handler()
         context = self._context_for_ask()
+        reads_back = getattr(callback, "ask_outcome", None)
+        if reads_back is not None and _is_async_callable(reads_back):
+            # the handler keeps the set and hands it back: no copy is held while people answer
+            asking = reads_back(list(qs.questions), context)
+            del qs
+            try:
+                outcome = await asking
+            except ToolRejected:
+                raise
+            except Exception as exc:
+                raise ToolRejected(f"{HANDLER_FAILED}{_reason(exc)}") from exc
+            return self._read_back(outcome)
         asked = list(qs.questions)
         try:
             if _is_async_callable(callback):
@@ -392,6 +437,15 @@ class AskUserTool:
         qs = validate_questions(questions)
         callback = self._handler()
         context = self._context_for_ask()
+        reads_back = getattr(callback, "ask_outcome", None)
+        if reads_back is not None and _is_async_callable(reads_back):
+            try:
+                outcome = asyncio.run(_settle(reads_back(list(qs.questions), context)))
+            except ToolRejected:
+                raise
+            except Exception as exc:
+                raise ToolRejected(f"{HANDLER_FAILED}{_reason(exc)}") from exc
+            return self._read_back(outcome)
         try:
             returned = callback(list(qs.questions), context)
             if inspect.isawaitable(returned):

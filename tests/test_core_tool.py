@@ -22,6 +22,7 @@ from bridge import (
     AskUserDeferred,
     AskUserTool,
     Question,
+    QuestionSet,
     Tool,
     ToolOutcome,
     ToolRejected,
@@ -556,3 +557,42 @@ async def test_concurrent_sync_handlers_run_in_parallel_threads() -> None:
     tools = [tools_interactive(callback, context={"pick": p})[0] for p in ("Summary", "Detailed")]
     results = await asyncio.gather(*(t.acall(QUESTIONS) for t in tools))
     assert [selected(r)[0] for r in results] == [["Summary"], ["Detailed"]]
+
+
+class _ReadsBack:
+    """A handler offering ``ask_outcome`` (the tool's ReadsBack protocol), answering as told."""
+
+    def __init__(self, reply: object) -> None:
+        self.reply = reply
+        self.asked: list[Question] = []
+
+    async def __call__(self, questions: list[Question], context: dict[str, Any]) -> object:
+        raise AssertionError("the tool calls ask_outcome, not the handler")
+
+    async def ask_outcome(self, questions: list[Question], context: dict[str, Any]) -> object:
+        self.asked = questions
+        reply = self.reply
+        return reply(QuestionSet(questions=tuple(questions))) if callable(reply) else reply
+
+
+def test_a_handler_that_reads_back_gets_its_answers_normalised_against_its_set() -> None:
+    """The tool keeps no question set while such a handler waits: the outcome it hands back is
+    checked like any answer (labels in option order, unknown labels refused)."""
+    chosen = Answer(question=SECTIONS, selected=("Body", "Intro"))
+    handler = _ReadsBack(lambda qs: ToolOutcome(questions=qs, answers=(chosen,)))
+    outcome = AskUserTool(callback=handler).invoke(QUESTIONS)
+    assert [q.question for q in handler.asked] == [FORMAT, SECTIONS]
+    assert outcome.questions.questions == tuple(handler.asked)
+    assert [a.question for a in outcome.answers or ()] == [FORMAT, SECTIONS]
+    assert outcome.answers is not None and outcome.answers[1].selected == ("Intro", "Body")
+
+    wrong = Answer(question=FORMAT, selected=("Not an option",))
+    handler = _ReadsBack(lambda qs: ToolOutcome(questions=qs, answers=(wrong,)))
+    with pytest.raises(ToolRejected, match="not an option"):
+        asyncio.run(AskUserTool(callback=handler).ainvoke(QUESTIONS))
+
+
+def test_a_read_back_outcome_that_is_no_outcome_is_refused_in_words() -> None:
+    handler = _ReadsBack({"answers": []})
+    with pytest.raises(ToolRejected, match="ask_outcome returned dict, not a ToolOutcome"):
+        asyncio.run(AskUserTool(callback=handler).ainvoke(QUESTIONS))

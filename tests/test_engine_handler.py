@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
 
@@ -16,12 +17,14 @@ from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed, ToolRejected
 from bridge.feed import render_delivery
 from bridge.memory_poster import MemoryPoster
-from bridge.models import Answer
+from bridge.models import Answer, Question
+from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.result import AskUserAnswered
 from bridge.store.base import Delivery, Store, SubmitOutcome
 from bridge.store.redis import RedisStore
 from bridge.sweeper import Sweeper
+from bridge.tool import AskUserTool
 
 DEST = Destination(platform="memory", channel="C42")
 QS = list(questions(2).questions)
@@ -343,7 +346,8 @@ async def test_a_store_that_lost_the_ask_is_named_and_the_message_ended(
         poster = MemoryPoster()
         handler = ChatHandler(poster, store, DEST, AskPolicy(wait=0.5))
         call = asyncio.create_task(handler(QS, {}))
-        posted = await poster.next_post()  # created and posted; recorded or not, it goes now
+        posted = await poster.next_post()
+        await asyncio.sleep(0.1)  # the call waits, holding no record of its own
         lost = [key async for key in raw.scan_iter(match="lostask:*")]
         await raw.delete(*lost)  # what a restart without persistence leaves: nothing
         with pytest.raises(NotAnswered) as raised:
@@ -352,8 +356,70 @@ async def test_a_store_that_lost_the_ask_is_named_and_the_message_ended(
         assert "appendonly" in raised.value.message
         (shown,) = poster.updated(posted.id)
         assert shown.status is AskStatus.CANCELLED and shown.message is not None
+        # shown as it was asked, from what the call kept for this case
+        assert shown.model_dump(exclude={"status", "message"}) == posted.model_dump(
+            exclude={"status", "message"}
+        )
         logged = [r.getMessage() for r in caplog.records if r.name == "bridge.asking"]
         assert any("lost its data" in line and posted.id in line for line in logged)
     finally:
         await raw.aclose()
+        await store.aclose()
+
+
+class _IdPoster(Poster):
+    """Shows nothing and keeps only the ids it posted (a platform keeps no record either)."""
+
+    platform = "memory"
+
+    def __init__(self) -> None:
+        self.posted: asyncio.Queue[str] = asyncio.Queue()
+
+    async def post(self, record: AskRecord) -> MessageRef:
+        self.posted.put_nowait(record.id)
+        return MessageRef(platform="memory", channel="C42", message_id=record.id)
+
+    async def update(self, record: AskRecord) -> None:
+        return None
+
+
+def _live_questions(text: str) -> int:
+    """Question models of that text alive in this process."""
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, Question) and o.question == text)
+
+
+async def test_a_waiting_tool_call_holds_no_copy_of_its_question_set(
+    standalone: RedisServer,
+) -> None:
+    """A process may hold 100,000 waiting calls: while one waits, neither the tool nor the chat
+    handler keeps the validated question set (the store hands it back with the answer), and the
+    result still echoes it and the answers."""
+    store = RedisStore.from_url(standalone.url, prefix="heldqs")
+    try:
+        poster = _IdPoster()
+        tool = AskUserTool(callback=ChatHandler(poster, store, DEST, AskPolicy(wait=30)))
+        text = "Which one of these shall we keep while waiting?"
+        arguments = [
+            {
+                "question": text,
+                "header": "Keep",
+                "options": [
+                    {"label": "Yes", "description": "keep it"},
+                    {"label": "No", "description": "drop it"},
+                ],
+            }
+        ]
+        call = asyncio.create_task(tool.ainvoke(arguments))
+        ask_id = await poster.posted.get()
+        await store.listening()
+        await asyncio.sleep(0.1)  # the call is past set_message and waiting
+        assert _live_questions(text) == 0
+        answer = Answer(question=text, selected=("No",))
+        assert (await store.submit(ask_id, ALICE, [answer])).outcome is SubmitOutcome.ACCEPTED
+        outcome = await call
+        assert outcome.questions.questions[0].question == text
+        assert outcome.answers == (answer,)
+        assert json.loads(outcome.text)["answers"][0]["selected"] == ["No"]
+    finally:
         await store.aclose()

@@ -46,7 +46,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from importlib.resources import files
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import (
@@ -141,30 +141,44 @@ _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
+_REDIS_ERRORS = (RedisError, RedisClusterException, OSError)
+
+
+def _reraise(op: str, exc: BaseException) -> NoReturn:
+    """Raise :class:`StoreUnavailable` for redis-py's ``exc`` when it means "could not reach the
+    server", else ``exc`` itself."""
+    down = isinstance(exc, _DOWN) or (
+        isinstance(exc, RedisClusterException) and isinstance(exc.__cause__, _DOWN)
+    )
+    if not down:
+        raise exc
+    raise StoreUnavailable(
+        f"ask store: Redis did not answer during {op} ({type(exc).__name__}: {exc})"
+    ) from exc
+
+
 @contextlib.contextmanager
 def _reaching(op: str) -> Iterator[None]:
-    """Turn redis-py's "could not reach the server" errors into :class:`StoreUnavailable`."""
+    """:func:`_unavailable` around a block (the feed, a generator)."""
     try:
         yield
-    except (RedisError, RedisClusterException, OSError) as exc:
-        down = isinstance(exc, _DOWN) or (
-            isinstance(exc, RedisClusterException) and isinstance(exc.__cause__, _DOWN)
-        )
-        if not down:
-            raise
-        raise StoreUnavailable(
-            f"ask store: Redis did not answer during {op} ({type(exc).__name__}: {exc})"
-        ) from exc
+    except _REDIS_ERRORS as exc:
+        _reraise(op, exc)
 
 
 def _guarded(
     op: str,
 ) -> Callable[[Callable[_P, Awaitable[_T]]], Callable[_P, Coroutine[Any, Any, _T]]]:
+    """Turn redis-py's "could not reach the server" errors into :class:`StoreUnavailable`
+    (a plain ``try``, not a context manager: a waiting call keeps this frame for hours)."""
+
     def wrap(fn: Callable[_P, Awaitable[_T]]) -> Callable[_P, Coroutine[Any, Any, _T]]:
         @functools.wraps(fn)
         async def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-            with _reaching(op):
+            try:
                 return await fn(*args, **kwargs)
+            except _REDIS_ERRORS as exc:
+                _reraise(op, exc)
 
         return run
 
@@ -867,33 +881,36 @@ class RedisStore(Store):
             await self._index({claim.ask_id: time.time()})
         return record
 
-    @_guarded("wait")
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
         """Wait for the ask to leave ``pending``; take the answer if it is this waiter's.
 
         The record comes back with ``deferred=True`` when the answer went to the feed instead
         (this waiter's lease had lapsed); ``None`` on timeout or for an unknown ask. A taken
         answer's lease is kept alive by this store until :meth:`confirm` or :meth:`release`.
+        (Not ``_guarded``: a waiting call keeps this frame for hours, one frame is enough.)
         """
-        await self._init()
-        self._wakeups.start()
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await self._wakeups.subscribed()
-                    await self._wakeups.woken(ask_id)
-            except TimeoutError:
-                return None
-            reply = await self._run("take", ask_id, int(self.lease_ttl * 1000))
-            if reply[0] == "missing":
-                await self._check_epoch()  # gone before its retention: was the data lost?
-                return None
-            record = codec.record(codec.pairs(reply[1]))
-            if reply[0] == "taken":
-                self._wakeups.hold(ask_id)  # the lease lives until this call confirms
-            if record.status is not AskStatus.PENDING:
-                return record
+        try:
+            await self._init()
+            self._wakeups.start()
+            deadline = asyncio.get_running_loop().time() + timeout
+            while True:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        await self._wakeups.subscribed()
+                        await self._wakeups.woken(ask_id)
+                except TimeoutError:
+                    return None
+                reply = await self._run("take", ask_id, int(self.lease_ttl * 1000))
+                if reply[0] == "missing":
+                    await self._check_epoch()  # gone before its retention: was the data lost?
+                    return None
+                record = codec.record(codec.pairs(reply[1]))
+                if reply[0] == "taken":
+                    self._wakeups.hold(ask_id)  # the lease lives until this call confirms
+                if record.status is not AskStatus.PENDING:
+                    return record
+        except _REDIS_ERRORS as exc:
+            _reraise("wait", exc)
 
     # -- the feed -----------------------------------------------------------------------------
 

@@ -58,7 +58,9 @@ class Wakeups:
         self._watch = watch
         self._lease_ms = int(lease_ttl * 1000)
         self._refresh_every = lease_ttl / 3
-        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        """The futures of the calls waiting for each ask (a list: nearly always one, and a
+        process may hold 100,000 of them)."""
         self._checks: set[str] = set()
         self._held: set[str] = set()
         self._check_wanted = asyncio.Event()
@@ -107,7 +109,7 @@ class Wakeups:
         """Return once the ask has (probably) left ``pending``: a wake-up arrived for it, or a
         re-read found it not pending. The caller reads the outcome itself."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(ask_id, set()).add(fut)
+        self._waiters.setdefault(ask_id, []).append(fut)
         self._checks.add(ask_id)
         self._check_wanted.set()
         try:
@@ -115,7 +117,7 @@ class Wakeups:
         finally:
             group = self._waiters.get(ask_id)
             if group is not None:
-                group.discard(fut)
+                group.remove(fut)
                 if not group:
                     del self._waiters[ask_id]
 
