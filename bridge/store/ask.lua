@@ -295,7 +295,8 @@ local function tidy()
     return '0'
   end
   unpend()
-  redis.call('HDEL', rec, 'exp', 'attempt', 'render_by')
+  redis.call('HDEL', rec, 'exp', 'attempt', 'render_by', 'reminded_at', 'timer_step', 'timer_at',
+    'timer_by', 'timer_tries')
   return '1'
 end
 
@@ -608,7 +609,7 @@ elseif op == 'timer' then
   local unposted = not redis.call('HGET', rec, 'message')
   local step, at = next_step(unposted)
   if step ~= nil and at >= exp then
-    step = nil
+    step, at = nil, nil -- nothing is due at or after the expiry
   end
   if unposted and next_step(false) ~= nil then
     -- reminders wait for the post (its process may yet record it): look again in a while

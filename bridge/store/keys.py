@@ -85,7 +85,8 @@ Showing the final state: ``claim_render`` records ``render_at`` (and counts ``re
 nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
 
 Retention: once an ended ask is settled (nothing left for a sweeper), the fields only a pending or
-just-ended ask needs (``exp``, ``attempt``, ``render_by``) are dropped; the record (its question
+just-ended ask needs (``exp``, ``attempt``, ``render_by``, and the reminders' ``reminded_at`` and
+``timer_*`` claim) are dropped; the record (its question
 set, to re-render it for a late click), the outcome and the audit trail stay for the retention.
 The audit trail's answers never repeat the question texts (answer ``i`` answers question ``i``).
 
