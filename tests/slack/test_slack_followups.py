@@ -179,3 +179,29 @@ async def test_an_escalation_is_posted_once_and_a_click_on_it_shows_both_ended(
         assert all(b["type"] != "actions" for b in update["blocks"])
         assert "Answered by <@U0BOSS>" in json.dumps(update["blocks"])
     assert updates[ts]["channel"] == CHANNEL and updates[ts2]["channel"] == MANAGERS
+
+
+async def test_a_reminder_due_while_every_replica_was_down_fires_once_after_restart(
+    world: World,
+) -> None:
+    marker = uuid.uuid4().hex[:8]
+    questions = json.dumps([q(f"Restart {marker}?", "Restart", ["Yes", "No"])])
+    args = agent_args("--remind-after", "2", "--remind-times", "1")
+    agent = await Agent.start(world.env, questions, *args)
+    try:
+        ts, ask_id = await world.posted(CHANNEL, marker)
+        for serve in world.replicas:
+            await serve.stop()
+        await asyncio.sleep(2.5)  # due now, and nobody sweeps
+        assert world.replies(ts) == []
+        for serve in world.replicas:
+            await serve.start()  # the due-time index lives in Redis
+        await world.fake.wait_for("chat.postMessage", lambda a: a.get("thread_ts") == ts)
+        await asyncio.sleep(1.5)
+        assert len(world.replies(ts)) == 1
+        click = block_actions(world.fake, CHANNEL, ts, "U0BOB", f"askb:pick:{ask_id}:0:0")
+        assert await world.send(click, world.replicas[0]) == 200
+        code, _, err = await agent.result()
+    finally:
+        await agent.kill()
+    assert code == 0, err
