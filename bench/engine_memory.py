@@ -2,8 +2,9 @@
 
 Run: ``.venv/bin/python bench/engine_memory.py [N]`` (default 1,000 asks per row). Each row creates
 N 4-question asks, records where they were posted and sums ``MEMORY USAGE`` over every key of each
-ask plus its share of the ``due`` index (pending); then answers each (the waiting call's take and
-confirm included), shows its final state, and measures again (ended, as kept for the retention).
+ask plus its share of the ``due`` and ``pending`` indexes (pending); then answers each (the waiting
+call's take and confirm included), shows its final state, and measures again (ended, as kept for
+the retention).
 
 Rows: realistic texts (a sentence per question, a short description per option); every text at the
 contract's maximum length in ASCII; the same in a 3-byte UTF-8 character (``\u20ac``), at the
@@ -29,8 +30,9 @@ async def usage(raw: Redis, store: RedisStore, ids: list[str]) -> float:
     for ask_id in ids:
         for key in store.keys.ask_keys(ask_id):
             total += await raw.memory_usage(key, samples=0) or 0
-    index = await raw.memory_usage(store.keys.due, samples=0) or 0
-    return (total + index) / len(ids)
+    for index in (store.keys.due, store.keys.pending):
+        total += await raw.memory_usage(index, samples=0) or 0
+    return total / len(ids)
 
 
 async def row(url: str, name: str, qs: QuestionSet, n: int) -> str:

@@ -524,6 +524,68 @@ async def test_count_pending(make_store: StoreFactory) -> None:
     assert await other.count_pending() == 0 == len(await other.list_pending())
 
 
+async def test_a_settled_answer_keeps_its_outcome_and_judges_late_clicks_alike(
+    store: Store,
+) -> None:
+    """Once nothing is left to do for an answered ask, the store keeps less of it (Redis: its
+    answers without the question texts): what it reads back, and how it judges a repeat or a
+    late click, do not change -- whatever the texts hold."""
+    tricky = ('Ship "v2" \\ now? \u20ac\n"question":"x",', 'Keep the \t"old" one?')
+    qs = QuestionSet(
+        questions=tuple(
+            q.model_copy(update={"question": text})
+            for q, text in zip(new_record(n=2).questions.questions, tricky, strict=True)
+        )
+    )
+    rec = new_record(n=2).model_copy(update={"questions": qs})
+    await store.create(rec)
+    await store.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+    answers = (
+        Answer(question=tricky[0], selected=("Yes",)),
+        Answer(question=tricky[1], selected=(), other_text='typed "text", \\ too'),
+    )
+    waiting = asyncio.create_task(store.wait(rec.id, 10))
+    await asyncio.sleep(0.05)
+    assert (await store.submit(rec.id, ALICE, answers)).outcome is SubmitOutcome.ACCEPTED
+    answered = await asyncio.wait_for(waiting, 10)
+    assert answered is not None and answered.answers == answers
+    await store.confirm(rec.id)
+    assert await store.claim_render(rec.id) is not None
+    await store.mark_rendered(rec.id)  # settled: nothing left for a sweeper
+    assert await store.get(rec.id) == answered
+    assert (await store.submit(rec.id, ALICE, answers)).outcome is SubmitOutcome.REPEATED
+    late = await store.submit(rec.id, BOB, answers)
+    assert late.outcome is SubmitOutcome.ALREADY_ANSWERED and late.record == answered
+    other = (answers[0], Answer(question=tricky[1], selected=("No",)))
+    assert (await store.submit(rec.id, ALICE, other)).outcome is SubmitOutcome.ALREADY_ANSWERED
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_a_settled_answer_keeps_no_question_texts(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"slim{kind}{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        rec = new_record()
+        await store.create(rec)
+        await store.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+        await store.defer(rec.id)
+        await store.submit(rec.id, ALICE, YES)  # to the feed: settled once sent and shown
+        await store.sweep()
+        before = await raw.hget(store.keys.rec(rec.id), "answers")
+        assert "Question number 0?" in before  # not settled yet: its final state is not shown
+        assert await store.claim_render(rec.id) is not None
+        await store.mark_rendered(rec.id)
+        kept = await raw.hget(store.keys.rec(rec.id), "answers")
+        assert "Question number 0?" not in kept and '"Yes"' in kept
+        assert (await store.get(rec.id)).answers == YES  # type: ignore[union-attr]
+    finally:
+        await store.aclose()
+
+
 def raw_client(kind: str, url: str) -> Any:
     """A plain redis-py client on the store's server, to look at keys from outside."""
     if kind == "cluster":

@@ -237,6 +237,34 @@ local function record_submission(required, user_id, answers, user_json, detail, 
   return nil, string.sub(detail, 1, -2) .. ',"agreed":[' .. table.concat(agreed, ',') .. ']}'
 end
 
+-- Canonical answers JSON without the question texts ('"question":"...",' of each answer, which
+-- answers question i of the body): what a settled ask keeps of its answers, as the audit trail
+-- does (bridge.store.redis_codec puts the texts back when it reads the record). A '"question":"'
+-- can only be a key: inside a JSON string every quote is escaped. A 'T' prefix (typed text, see
+-- record_submission) is kept as is.
+local function strip_questions(answers)
+  local out, from = {}, 1
+  while true do
+    local key, value = string.find(answers, '"question":"', from, true)
+    if not key then
+      break
+    end
+    out[#out + 1] = string.sub(answers, from, key - 1)
+    local i = value + 1
+    while true do -- to the closing quote of the text: skip each escaped character
+      local j = string.find(answers, '[\\"]', i)
+      if string.sub(answers, j, j) == '"' then
+        i = j
+        break
+      end
+      i = j + 2
+    end
+    from = i + 2 -- past the closing quote and the comma before "selected"
+  end
+  out[#out + 1] = string.sub(answers, from)
+  return table.concat(out)
+end
+
 -- Record a complete answer once (the verdicts of bridge.store.base.SubmitOutcome); `typed`: it
 -- holds typed text (only an ask needing several people cares).
 local function submit(status, user_id, groups_json, by_json, answers, user_json, detail, attempt,
@@ -252,6 +280,9 @@ local function submit(status, user_id, groups_json, by_json, answers, user_json,
     return {'not_allowed', record()}
   end
   if status == 'answered' then
+    if redis.call('HGET', rec, 'slim') == '1' then
+      answers = strip_questions(answers) -- settled: compared as it is kept (see tidy)
+    end
     if redis.call('HGET', rec, 'answers') == answers then
       local by_me = redis.call('HGET', rec, 'by_user') == user_id
       if by_me or redis.call('HGET', rec, 'subk:' .. user_id) == answers then
@@ -297,6 +328,17 @@ local function tidy()
   unpend()
   redis.call('HDEL', rec, 'exp', 'attempt', 'render_by', 'reminded_at', 'timer_step', 'timer_at',
     'timer_by', 'timer_tries')
+  if redis.call('HGET', rec, 'status') == 'answered' and redis.call('HGET', rec, 'slim') ~= '1' then
+    -- the answers (and each person's submission of an ask that needed several) keep no question
+    -- texts: the body has them, and a late click is judged on the same slim form
+    local fields = redis.call('HKEYS', rec)
+    for _, field in ipairs(fields) do
+      if field == 'answers' or string.sub(field, 1, 5) == 'subk:' then
+        redis.call('HSET', rec, field, strip_questions(redis.call('HGET', rec, field)))
+      end
+    end
+    redis.call('HSET', rec, 'slim', '1')
+  end
   return '1'
 end
 
@@ -400,8 +442,15 @@ if op == 'create' then
     local same = redis.call('HGET', rec, 'body') == ARGV[7]
     return {same and 'ok' or 'exists', redis.call('HGET', rec, 'status')}
   end
-  redis.call('HSET', rec, 'body', ARGV[7], 'status', 'pending', 'exp', ARGV[8],
-    'answerers', ARGV[9], 'deferred', ARGV[10], 'handoff', '')
+  -- a field at its default is not stored (each costs ~50 bytes of every pending ask): no
+  -- 'answerers' when anyone may answer, no 'deferred' unless deferred, no 'handoff' yet
+  redis.call('HSET', rec, 'body', ARGV[7], 'status', 'pending', 'exp', ARGV[8])
+  if ARGV[9] ~= '[]' then
+    redis.call('HSET', rec, 'answerers', ARGV[9])
+  end
+  if ARGV[10] == '1' then
+    redis.call('HSET', rec, 'deferred', '1')
+  end
   if tonumber(ARGV[15]) > 1 then
     redis.call('HSET', rec, 'req', ARGV[15])
   end

@@ -86,8 +86,10 @@ nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
 
 Retention: once an ended ask is settled (nothing left for a sweeper), the fields only a pending or
 just-ended ask needs (``exp``, ``attempt``, ``render_by``, and the reminders' ``reminded_at`` and
-``timer_*`` claim) are dropped; the record (its question
-set, to re-render it for a late click), the outcome and the audit trail stay for the retention.
+``timer_*`` claim) are dropped, and its answers keep no question texts (``slim``); the record's
+question set (to show the final state again for a late click: an answered ask shows its questions
+and answers, an expired or cancelled one its questions and options, descriptions included), the
+outcome and the audit trail stay for the retention.
 The audit trail's answers never repeat the question texts (answer ``i`` answers question ``i``).
 
 ``ask.lua`` spells the key order and field names literally (Lua cannot import them); a change here
@@ -112,13 +114,18 @@ class Fields:
     EXPIRES = "exp"
     """``expires_at`` as a number, read by Lua to expire an ask (sweep, or a late submit)."""
     ANSWERERS = "answerers"
-    """JSON list of user and group ids allowed to answer (empty: anyone), read by Lua."""
+    """JSON list of user and group ids allowed to answer, read by Lua; absent: anyone."""
     DEFERRED = "deferred"
-    """``"1"`` when the outcome goes to the feed, not a waiting call; else ``"0"``."""
+    """``"1"`` when the outcome goes to the feed, not a waiting call; else absent (or ``"0"``)."""
     MESSAGE = "message"
     """JSON of where the question set was posted (absent until posted)."""
     ANSWERS = "answers"
-    """Canonical JSON of the accepted answers (equal answers, equal text; absent until answered)."""
+    """Canonical JSON of the accepted answers (equal answers, equal text; absent until answered).
+    Once the ask is settled (``SLIM``), without the question texts, like the ``subk:`` fields."""
+    SLIM = "slim"
+    """``"1"`` once a settled answered ask's ``answers`` and ``subk:`` fields dropped their
+    question texts (the body holds them; answer ``i`` answers question ``i``): a late submission
+    is compared in that form, and the codec puts the texts back when it reads the record."""
     BY = "by"
     """JSON of the responder whose answer was accepted."""
     BY_USER = "by_user"
@@ -128,7 +135,7 @@ class Fields:
     CLOSED_AT = "closed_at"
     """When the ask expired or was cancelled."""
     HANDOFF = "handoff"
-    """Who gets the outcome: empty while pending, then ``waiter``/``taken``/``confirmed``/
+    """Who gets the outcome: absent while pending, then ``waiter``/``taken``/``confirmed``/
     ``feed``/``sent``/``none`` (see the module docstring)."""
     FED = "fed"
     """Id of the feed entry that delivers this ask; later duplicate entries are dropped."""

@@ -37,7 +37,10 @@ def record(raw: dict[str, str]) -> AskRecord:
     if raw.get(Fields.ESCALATIONS):
         parts += [',"escalations":', raw[Fields.ESCALATIONS]]
     if raw.get(Fields.ANSWERS):
-        parts += [',"answers":', raw[Fields.ANSWERS], ',"answered_by":', raw[Fields.BY]]
+        answers = raw[Fields.ANSWERS]
+        if raw.get(Fields.SLIM) == "1":
+            answers = _with_questions(answers, body)
+        parts += [',"answers":', answers, ',"answered_by":', raw[Fields.BY]]
         parts += [',"answered_at":', _number(raw[Fields.AT])]
     if raw.get(Fields.CLOSED_AT):
         parts += [',"closed_at":', _number(raw[Fields.CLOSED_AT])]
@@ -64,6 +67,16 @@ def submissions(record: AskRecord, stored: Sequence[str]) -> tuple[Submission, .
             )
         )
     return tuple(sorted(out, key=lambda s: (s.at, s.user_id)))
+
+
+def _with_questions(answers: str, body: str) -> str:
+    """A settled ask's answers, kept without their question texts (``ask.lua``'s tidy), with the
+    texts put back from the body: answer ``i`` answers question ``i``."""
+    questions = json.loads(body)["questions"]["questions"]
+    found = json.loads(answers)
+    for answer, question in zip(found, questions, strict=False):
+        answer["question"] = question["question"]
+    return json.dumps(found, ensure_ascii=False)
 
 
 def _number(text: str) -> str:
