@@ -654,21 +654,22 @@ class FakeDiscord:
 
     async def told(self, interaction: Interaction, within: float = 10.0) -> str:
         """What the person was told privately: an ephemeral response or follow-up."""
-
-        def text() -> str | None:
-            for body in interaction.responses:
-                data = body.get("data") or {}
-                if body.get("type") == 4 and int(data.get("flags") or 0) & 64:
-                    return str(data.get("content"))
-                if body.get("type") == 7 and data.get("content"):
-                    return str(data["content"])
-            for body in interaction.followups:
-                if int(body.get("flags") or 0) & 64:
-                    return str(body.get("content"))
-            return None
-
-        found = await self.changed(text, within)
+        found = await self.changed(lambda: told_now(interaction), within)
         return str(found)
+
+
+def told_now(interaction: Interaction) -> str | None:
+    """What the person was told privately so far (an ephemeral response or follow-up), if any."""
+    for body in interaction.responses:
+        data = body.get("data") or {}
+        if body.get("type") == 4 and int(data.get("flags") or 0) & 64:
+            return str(data.get("content"))
+        if body.get("type") == 7 and data.get("content"):
+            return str(data["content"])
+    for body in interaction.followups:
+        if int(body.get("flags") or 0) & 64:
+            return str(body.get("content"))
+    return None
 
 
 def dm_channel(user: str) -> str:
