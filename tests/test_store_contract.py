@@ -1093,6 +1093,81 @@ async def test_approvals_respect_answerers_and_expiry(store: Store) -> None:
     assert late.record.who_answered() == []
 
 
+async def test_one_person_flipping_their_submission_keeps_the_trail_bounded(
+    make_store: StoreFactory,
+) -> None:
+    """A person's first submission is lifecycle; each change after it is capped noise, so one
+    person flipping their answer thousands of times cannot grow the audit trail without bound."""
+    store = await make_store(noise_cap=20)
+    rec = new_record(required=2)
+    await store.create(rec)
+    assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.RECORDED
+    for i in range(200):
+        flipped = await store.pick(rec.id, ALICE, 0, 1 + i % 2)  # No, Later, No, ...
+        assert flipped.outcome is SubmitOutcome.RECORDED
+    current = await store.get(rec.id)
+    assert current is not None and len(current.submissions) == 1
+    assert current.submissions[0].answers[0].selected == ("Later",)  # the latest one stands
+    done = await store.pick(rec.id, BOB, 0, 2)
+    assert done.outcome is SubmitOutcome.ACCEPTED
+    events = await store.history(rec.id)
+    kinds = [e.kind for e in events]
+    assert kinds[:2] == ["created", "submitted"] and kinds[-1] == "answered"
+    assert events[1].user_id == "U_ALICE"
+    assert events[1].detail["answers"] == [{"selected": ["Yes"], "other_text": None}]
+    assert kinds.count("submitted") == 1 and kinds.count("resubmitted") == 20
+    (dropped,) = [e for e in events if e.kind == "noise_dropped"]
+    assert dropped.detail == {"dropped": 180}
+    last = events[-2]
+    assert last.kind == "resubmitted" and last.user_id == "U_ALICE"
+    assert last.detail["answers"] == [{"selected": ["Later"], "other_text": None}]
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_a_settled_approval_drops_what_only_a_pending_one_needs(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Once nothing is left to do for an ask that needed several people, each person's attempt
+    token (``suba:``) and the agreement keys (``subk:``) nobody will compare again are dropped;
+    every submission (``sub:``) stays, and a repeat or a late click is judged as before."""
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"subs{kind}{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        message = MessageRef(platform="memory", channel="C1", message_id="1")
+        answered, expired = new_record(required=2, deferred=True), new_record(required=2)
+        for rec in (answered, expired):
+            await store.create(rec)
+            await store.set_message(rec.id, message)
+        await store.submit(answered.id, ALICE, NO)
+        await store.submit(answered.id, BOB, YES)
+        assert (await store.submit(answered.id, CAROL, YES)).outcome is SubmitOutcome.ACCEPTED
+        await store.submit(expired.id, ALICE, YES)
+        await store.close(expired.id, AskStatus.EXPIRED)
+        before = {r.id: await store.get(r.id) for r in (answered, expired)}
+        await store.sweep()  # the answer goes to the feed: sent
+        for rec in (answered, expired):
+            assert await store.claim_render(rec.id) is not None
+            await store.mark_rendered(rec.id)  # settled: nothing left for a sweeper
+        kept = set(await raw.hkeys(store.keys.rec(answered.id)))
+        assert {f for f in kept if f.startswith(("sub:", "subk:", "suba:"))} == {
+            *("sub:U_ALICE", "sub:U_BOB", "sub:U_CAROL"),
+            *("subk:U_BOB", "subk:U_CAROL"),  # the agreeing: a repeat of theirs stands
+        }
+        gone = set(await raw.hkeys(store.keys.rec(expired.id)))
+        assert {f for f in gone if f.startswith(("sub:", "subk:", "suba:"))} == {"sub:U_ALICE"}
+        for rec in (answered, expired):
+            assert await store.get(rec.id) == before[rec.id]
+        assert (await store.submit(answered.id, BOB, YES)).outcome is SubmitOutcome.REPEATED
+        late = await store.submit(answered.id, ALICE, YES)
+        assert late.outcome is SubmitOutcome.ALREADY_ANSWERED
+        assert (await store.submit(expired.id, ALICE, YES)).outcome is SubmitOutcome.CLOSED
+    finally:
+        await store.aclose()
+        await raw.aclose()
+
+
 async def test_required_is_part_of_the_ask(store: Store) -> None:
     rec = new_record(required=3)
     await store.create(rec)

@@ -20,7 +20,7 @@ local op, now, channel, ask_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local retention_ms, noise_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
 local pending_index = KEYS[6] -- nil on Cluster
 local RENDER_TRIES = 5 -- bridge.store.base.RENDER_TRIES
-local NOISE = {refused = true, late = true, opened = true} -- bridge.store.base.NOISE_KINDS
+local NOISE = {refused = true, late = true, opened = true, resubmitted = true} -- base.NOISE_KINDS
 
 local function record()
   return redis.call('HGETALL', rec)
@@ -220,6 +220,9 @@ local function record_submission(required, user_id, answers, user_json, detail, 
     end
     return {'repeated', record()}
   end
+  -- a person's first submission is lifecycle ('submitted'); each change of it is noise
+  -- ('resubmitted', capped), so one person flipping their answer cannot grow the trail for ever
+  local first = redis.call('HEXISTS', rec, 'subk:' .. user_id) == 0
   local sub = '{"at":' .. now .. ',"user_id":' .. user_json .. ',' .. string.sub(detail, 2)
   redis.call('HSET', rec, 'sub:' .. user_id, sub, 'subk:' .. user_id, key,
     'suba:' .. user_id, attempt)
@@ -228,7 +231,7 @@ local function record_submission(required, user_id, answers, user_json, detail, 
     agreed = agreeing(answers)
   end
   if #agreed < required then
-    event('submitted', user_json, detail)
+    event(first and 'submitted' or 'resubmitted', user_json, detail)
     return {'recorded', record()}
   end
   for i, a in ipairs(agreed) do
@@ -338,6 +341,19 @@ local function tidy()
       end
     end
     redis.call('HSET', rec, 'slim', '1')
+  end
+  if redis.call('HEXISTS', rec, 'req') == 1 then
+    -- an ask that needed several people keeps every submission ('sub:'), but no attempt tokens
+    -- ('suba:', for retries while pending) and only the agreement keys a late click compares:
+    -- those equal to the accepted answers (a repeat of theirs stands)
+    local status, answers = redis.call('HGET', rec, 'status'), redis.call('HGET', rec, 'answers')
+    for _, field in ipairs(redis.call('HKEYS', rec)) do
+      local kind = string.sub(field, 1, 5)
+      if kind == 'suba:' or (kind == 'subk:'
+          and (status ~= 'answered' or redis.call('HGET', rec, field) ~= answers)) then
+        redis.call('HDEL', rec, field) -- one by one: anyone may answer, unpack() has a limit
+      end
+    end
   end
   return '1'
 end

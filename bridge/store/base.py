@@ -44,10 +44,13 @@ SWEEP_BATCH = 500
 store, and the records a sweeper holds at once."""
 DEFAULT_NOISE_CAP = 500
 """Noise events (:data:`NOISE_KINDS`) an ask's audit trail keeps; older ones are counted only."""
-NOISE_KINDS = frozenset({"refused", "late", "opened"})
+NOISE_KINDS = frozenset({"refused", "late", "opened", "resubmitted"})
 """Events anyone who sees the message can cause at will. They are kept apart from the lifecycle
 events and capped, so a flood of clicks never pushes ``created`` or ``answered`` out of the trail.
-(``ask.lua`` spells the same set.)"""
+``resubmitted`` is a person changing their submission to an ask needing several people: their
+first one is logged ``submitted`` (lifecycle), each change after it is noise, so one person
+flipping their answer thousands of times keeps the trail bounded (their current submission is
+always on the record). (``ask.lua`` spells the same set.)"""
 NOISE_DROPPED = "noise_dropped"
 """Kind of the one event :meth:`Store.history` adds where older noise events were dropped; its
 ``detail`` is ``{"dropped": <how many>}``."""
@@ -335,8 +338,9 @@ class Store(ABC):
         the submission in ``submissions`` (replacing the person's earlier one) and is answered,
         in this same atomic step, by the submission that makes K equal untyped submissions:
         ``ACCEPTED``; fewer agree -> ``RECORDED``; the person's current submission sent again ->
-        ``REPEATED`` (nothing changes). Each recorded submission logs ``submitted`` (the one that
-        makes K logs ``answered``, its detail naming the ``agreed`` user ids).
+        ``REPEATED`` (nothing changes). A person's first recorded submission logs ``submitted``,
+        each change of it ``resubmitted`` (noise: capped, see :data:`NOISE_KINDS`); the one
+        that makes K logs ``answered``, its detail naming the ``agreed`` user ids.
 
         ``attempt`` names this submission (default: a fresh random token per call). A retry of
         the very same attempt -- a networked store re-sends it when the reply was lost -- gets

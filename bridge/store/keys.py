@@ -7,10 +7,11 @@ slot and one Lua script can change all of it atomically):
                             + retention while pending, then retention.
 ``<prefix>:{<id>}:log``     list: the lifecycle part of the audit trail (everything but noise),
                             JSON events oldest first, never trimmed. Same TTL.
-``<prefix>:{<id>}:noise``   list: the noise part (refused, late, opened: ``NOISE_KINDS`` in
-                            ``base.py``), the newest ``noise_cap`` only; the record's
-                            ``noise_dropped`` counts the rest. Same TTL. Each event carries a
-                            ``seq`` (the record's ``seq`` counter) so ``history`` merges the two.
+``<prefix>:{<id>}:noise``   list: the noise part (refused, late, opened, resubmitted:
+                            ``NOISE_KINDS`` in ``base.py``), the newest ``noise_cap`` only; the
+                            record's ``noise_dropped`` counts the rest. Same TTL. Each event
+                            carries a ``seq`` (the record's ``seq`` counter) so ``history``
+                            merges the two.
 ``<prefix>:{<id>}:lease``   string with a short TTL: "a live process will take this answer". Set
                             when the ask is created (unless deferred) and refreshed while a call
                             waits on it, and after it took the answer until it confirms.
@@ -86,7 +87,9 @@ nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
 
 Retention: once an ended ask is settled (nothing left for a sweeper), the fields only a pending or
 just-ended ask needs (``exp``, ``attempt``, ``render_by``, and the reminders' ``reminded_at`` and
-``timer_*`` claim) are dropped, and its answers keep no question texts (``slim``); the record's
+``timer_*`` claim, and of an ask that needed several people the ``suba:`` fields and the
+``subk:`` fields a late click no longer compares: all but those equal to the accepted answers) are
+dropped, and its answers keep no question texts (``slim``); the record's
 question set (to show the final state again for a late click: an answered ask shows its questions
 and answers, an expired or cancelled one its questions and options, descriptions included), the
 outcome and the audit trail stay for the retention.

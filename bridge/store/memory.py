@@ -356,7 +356,8 @@ class MemoryStore(Store):
         entry.record = rec.model_copy(update={"submissions": tuple(subs)})
         agreeing = sum(1 for k, _ in entry.submitted.values() if k == chosen)
         if typed or agreeing < rec.required:
-            self._event(entry, "submitted", who.user_id, now, **detail)
+            kind = "submitted" if mine is None else "resubmitted"  # see NOISE_KINDS
+            self._event(entry, kind, who.user_id, now, **detail)
             return SubmitResult(SubmitOutcome.RECORDED, entry.record)
         return None
 
