@@ -68,7 +68,9 @@ class AskPolicy(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     wait: float = Field(default=600.0, ge=0, description="seconds the tool call blocks")
-    expires: float = Field(default=86400.0, gt=0, description="seconds the ask takes answers")
+    expires: float = Field(
+        default=86400.0, gt=0, allow_inf_nan=False, description="seconds the ask takes answers"
+    )
     on_timeout: Literal["defer", "error"] = "defer"
     mode: Literal["block", "defer"] = "block"
     answerers: tuple[str, ...] = ()
@@ -76,9 +78,9 @@ class AskPolicy(BaseModel):
         default=1, ge=1, le=MAX_REQUIRED, description="people who must agree on one answer"
     )
     tell_model_who: bool = False
-    remind_after: float | None = Field(default=None, gt=0)
+    remind_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     remind_times: int = Field(default=3, ge=1, le=100)
-    escalate_after: float | None = Field(default=None, gt=0)
+    escalate_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     escalate_to: Destination | str | None = None
 
     @model_validator(mode="after")

@@ -60,13 +60,16 @@ class MessageRef(BaseModel):
 class FollowUps(BaseModel):
     """What the sweeper does while an ask waits (``bridge.followups``): remind the answerers in
     the message's thread every ``remind_after`` seconds, at most ``remind_times`` times, and
-    post the ask to ``escalate_to`` once ``escalate_after`` seconds after it was created."""
+    post the ask to ``escalate_to`` once ``escalate_after`` seconds after it was created.
+    Both are finite: JSON (a networked store's record) has no infinity, and an infinite delay
+    would be written as ``null`` -- no reminders, or an escalation without its delay, which no
+    process could read back."""
 
     model_config = ConfigDict(frozen=True)
 
-    remind_after: float | None = Field(default=None, gt=0)
+    remind_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     remind_times: int = Field(default=3, ge=1, le=100)
-    escalate_after: float | None = Field(default=None, gt=0)
+    escalate_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     escalate_to: Destination | None = None
 
     @model_validator(mode="after")

@@ -119,6 +119,23 @@ async def test_an_escalation_whose_post_fails_is_tried_again(make_store: StoreFa
     assert len(broken.posts) == 1
 
 
+async def test_infinite_follow_ups_are_refused_not_stored_unreadable(store: Store) -> None:
+    """JSON has no infinity: an infinite delay would be stored as ``null`` (a networked store's
+    record then reads back as an escalation without its delay, which nobody can read)."""
+    for bad in ({"remind_after": float("inf")}, {"escalate_after": float("inf")}):
+        with pytest.raises(ValidationError, match="finite number"):
+            FollowUps(**bad, escalate_to=HERE)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="finite number"):
+            AskPolicy(**bad, escalate_to="C1")  # type: ignore[arg-type]
+    huge = FollowUps(remind_after=1e308, escalate_after=1e308, escalate_to=HERE)
+    record = AskRecord(
+        questions=questions(), destination=HERE, expires_at=time.time() + 60, follow_ups=huge
+    )
+    await store.create(record)
+    assert await store.get(record.id) == record  # huge but finite: never due, read back whole
+    assert await store.claim_timers(time.time() + 30) == []
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -163,6 +180,11 @@ def test_policy_follow_ups_are_checked() -> None:
         (["--remind-after", "9", "--remind-times", "0"], "--remind-times: Input should be"),
         (["--remind-times", "5"], "--remind-times needs --remind-after"),
         (["--escalate-after", "9", "--escalate-to", "#ops"], "escalate to '#ops': give a"),
+        (["--remind-after", "nan"], "--remind-after: Input should be a finite number"),
+        (["--remind-after", "inf"], "--remind-after: Input should be a finite number"),
+        (["--remind-after", "-5"], "--remind-after: Input should be greater than 0"),
+        (["--escalate-after", "inf", "--escalate-to", "C0MGR"], "--escalate-after: Input should"),
+        (["--expires", "inf"], "--expires: Input should be a finite number"),
     ],
 )
 def test_ask_refuses_bad_follow_ups_in_one_line_before_anything_is_reached(
