@@ -12,7 +12,11 @@ An ask created with :class:`~bridge.record.FollowUps` gets, while it is pending,
 
 The shared sweeper fires them (:class:`bridge.sweeper.Sweeper`) from the store's due-time index
 (:meth:`bridge.store.base.Store.claim_timers`), each exactly once across replicas. Nothing is due
-at or after the ask's expiry. ``ask.lua`` spells the same rule (``next_step``).
+at or after the ask's expiry. A step is claimed only while the ask is pending, so the one race
+left is harmless: an ask that ends between a reminder's claim and its post gets that reminder
+after its end (the message shows it ended); an escalation posted then is recorded and shown
+ended (:meth:`~bridge.store.base.Store.timer_done`). ``ask.lua`` spells the same rule
+(``next_step``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ the poster of the platform it goes to, then marked done
 (:meth:`~bridge.store.base.Store.timer_done`).
 A sweeper killed between posting and marking leaves a claim that another claims again after the
 store's timer-retry interval, so nothing is lost; the step is posted twice only then. A post
-that fails is logged and tried again the same way.
+that fails is logged in one line, recorded (``follow_up_failed``) and tried again the same way,
+:data:`~bridge.store.base.TIMER_TRIES` claims at most.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from bridge.backoff import StateLog
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus
 from bridge.rendering import show_final
-from bridge.store.base import SWEEP_BATCH, Ended, Store, StoreUnavailable, TimerClaim
+from bridge.store.base import (
+    SWEEP_BATCH,
+    TIMER_TRIES,
+    Ended,
+    Store,
+    StoreUnavailable,
+    TimerClaim,
+)
 
 log = logging.getLogger(__name__)
 
@@ -160,10 +168,35 @@ class Sweeper:
             return True
         except StoreUnavailable:
             raise
-        except Exception:
-            log.exception("ask %s: could not post %s; trying again later", record.id, claim.step)
-            metrics.platform_error(metrics.platform_of(record), "post")
+        except Exception as exc:
+            await self._failed(claim, exc)
             return False
+
+    async def _failed(self, claim: TimerClaim, exc: Exception) -> None:
+        """A step whose post the platform refused (a channel the bot cannot post to, a deleted
+        message to reply to): one line in the log and a ``follow_up_failed`` event in the audit
+        trail, no traceback -- the claim is tried again after the store's timer-retry interval,
+        :data:`~bridge.store.base.TIMER_TRIES` claims at most, then given up."""
+        record = claim.record
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        follow = record.follow_ups
+        to = follow.escalate_to if follow is not None else None
+        if claim.kind == "escalate" and to is not None:
+            where = f"the escalation to {to.platform}:{to.channel or 'user:' + str(to.user)}"
+        else:
+            where = f"reminder {claim.n}"
+        log.warning(
+            "ask %s: could not post %s (%s: %s); claimed again later, %d claims at most",
+            record.id,
+            where,
+            type(exc).__name__,
+            reason,
+            TIMER_TRIES,
+        )
+        metrics.platform_error(metrics.platform_of(record), "post")
+        await self.store.record_event(
+            record.id, "follow_up_failed", step=claim.step, error=f"{type(exc).__name__}: {reason}"
+        )
 
     async def run(self) -> None:
         """Sweep every ``interval`` seconds until cancelled; a failed round is logged, not fatal

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
 from bridge.rendering import show_final
 from bridge.replies import Replies
-from bridge.store.base import Store
+from bridge.store.base import TIMER_TRIES, Store
 from bridge.sweeper import Sweeper
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
@@ -134,6 +135,43 @@ async def test_infinite_follow_ups_are_refused_not_stored_unreadable(store: Stor
     await store.create(record)
     assert await store.get(record.id) == record  # huge but finite: never due, read back whole
     assert await store.claim_timers(time.time() + 30) == []
+
+
+async def test_an_escalation_that_can_never_be_posted_fails_in_words_then_gives_up(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A destination the bot cannot post to: each claim's failure is one log line (no
+    traceback) and one ``follow_up_failed`` event; after TIMER_TRIES claims the step is given
+    up, never claimed again, and the ask stays answerable from its first message."""
+    store = await make_store(timer_retry=5)
+    mine = MemoryPoster("memory")
+    broken = MemoryPoster("other", fail_post=RuntimeError("not_in_channel\n(the bot is not)"))
+    policy = AskPolicy(mode="defer", escalate_after=30, escalate_to="other:C_GONE")
+    ask_id = await ask(ChatHandler(mine, store, HERE, policy))
+    created = (await store.get(ask_id)).created_at  # type: ignore[union-attr]
+    sweeper = Sweeper(store, {"memory": mine, "other": broken})
+    caplog.set_level(logging.WARNING, logger="bridge.sweeper")
+    for i in range(TIMER_TRIES + 3):
+        assert await sweeper.follow_up(created + 31 + 6 * i) == 0
+    failures = [r for r in caplog.records if r.name == "bridge.sweeper"]
+    assert len(failures) == TIMER_TRIES
+    assert all(r.exc_info is None for r in failures)
+    assert failures[0].getMessage() == (
+        f"ask {ask_id}: could not post the escalation to other:C_GONE (RuntimeError: "
+        f"not_in_channel (the bot is not)); claimed again later, {TIMER_TRIES} claims at most"
+    )
+    events = await store.history(ask_id)
+    failed = [e for e in events if e.kind == "follow_up_failed"]
+    assert len(failed) == TIMER_TRIES
+    assert failed[0].detail == {
+        "step": "escalate",
+        "error": "RuntimeError: not_in_channel (the bot is not)",
+    }
+    (gave_up,) = [e for e in events if e.kind == "escalated"]
+    assert gave_up.detail == {"gave_up": True}
+    answered = await store.submit(ask_id, ALICE, YES)
+    assert answered.record is not None and answered.record.status is AskStatus.ANSWERED
+    assert answered.record.escalations == ()
 
 
 @pytest.mark.parametrize(
