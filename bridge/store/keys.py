@@ -58,9 +58,22 @@ keys):
                      (restarted without persistence). TTL refreshed by every sweep.
 ``<prefix>:wake:<token>``  pub/sub channel of one process (one store): the id of each ask that
                      left ``pending`` while that process waited for it, so a wake-up reaches only
-                     the process that waits for the ask (plain PUBLISH: Cluster broadcasts it
-                     between its nodes, but only that process receives it; sharded pub/sub would
-                     need the channel in the ask's slot).
+                     the process that waits for the ask. Plain PUBLISH, from inside the script
+                     that ends the ask, on Cluster too, where it is broadcast over the cluster
+                     bus to every node (only the waiting process receives it). Why not sharded
+                     pub/sub (SSUBSCRIBE/SPUBLISH, which redis-py 8's ``RedisCluster``/
+                     ``ClusterPubSub`` do support): a script may SPUBLISH only to a channel served
+                     by its own node -- valkey refuses another node's channel ("Attempted to access
+                     a non local key in a cluster node script"), checked on the test cluster --
+                     and a process's channel cannot live in the slot of every ask it waits for. A
+                     channel per ask in the ask's slot would mean an SSUBSCRIBE and SUNSUBSCRIBE per
+                     waiting call (100,000 subscriptions, on every node). Publishing after the
+                     script (it returning the waker channels, the caller SPUBLISHing them to a
+                     ``<prefix>:wake:{<token>}`` channel in its own slot) costs a round trip per
+                     answer and moves the wake-up out of the atomic step: an ending process that
+                     dies in between leaves the waiter unwoken, and waiters re-read statuses only
+                     when they (re)subscribe or register, so it would wait out its timeout. That
+                     would need a periodic status re-read in the lease refresher first: not done.
 ``<prefix>:events``  pub/sub channel shared by every process: wake-ups of asks held by a process
                      from before per-process channels (a lease, no wakers: a rolling upgrade).
 
