@@ -7,10 +7,13 @@ import io
 import json
 import logging
 import time
+from typing import Any
 
 import pytest
+from engine_fixtures import new_record
 
 from bridge import metrics
+from bridge.aio import stop
 from bridge.logs import JsonFormatter, scrub, settings
 from bridge.models import QuestionSet
 from bridge.record import AskRecord, Destination
@@ -108,3 +111,37 @@ async def test_ask_shows_where_it_waits_on_a_terminal_only(monkeypatch: pytest.M
     async with progress.shown(pipe) as nothing:
         assert nothing is None
     assert pipe.getvalue() == ""
+
+
+class HttpReceiver:
+    """A receiver served over HTTP: no routes of its own here, ready at once."""
+
+    def routes(self) -> list[Any]:
+        return []
+
+    async def run(self, ready: asyncio.Event) -> None:
+        ready.set()
+
+
+async def test_the_pending_gauge_counts_each_served_platform() -> None:
+    from bridge.health import Health
+    from bridge.store.memory import MemoryStore
+
+    store = MemoryStore()
+    for platform in ("slack", "slack", "discord", "elsewhere"):
+        rec = new_record().model_copy(update={"destination": Destination(platform=platform)})
+        await store.create(rec)
+    metrics.set_pending({"slack": 0, "discord": 0})
+    health = Health(store, None, {"slack": HttpReceiver(), "discord": HttpReceiver()}, interval=60)
+    watching = asyncio.create_task(health.watch())
+    wanted = ['_pending_asks{platform="slack"} 2.0', '_pending_asks{platform="discord"} 1.0']
+    try:
+        for _ in range(200):
+            text = metrics.exposition()[0].decode()
+            if all(line in text for line in wanted):
+                break
+            await asyncio.sleep(0.01)
+        assert all(line in text for line in wanted), text
+        assert 'platform="elsewhere"' not in text  # counted per served platform only
+    finally:
+        await stop(watching)
