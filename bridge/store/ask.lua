@@ -99,22 +99,22 @@ end
 
 -- Leave "pending": decide who gets the outcome, wake waiters, start the retention clock.
 local function finish(status)
-  redis.call('HSET', rec, 'status', status)
   unpend()
-  local handoff
+  local handoff, deferred = 'none', '0'
   if redis.call('HGET', rec, 'deferred') == '1' then
     handoff = 'feed'
   elseif status == 'answered' then
     if redis.call('EXISTS', lease) == 1 then
       handoff = 'waiter'
     else
-      handoff = 'feed'
-      redis.call('HSET', rec, 'deferred', '1')
+      handoff, deferred = 'feed', '1'
     end
-  else
-    handoff = 'none'
   end
-  redis.call('HSET', rec, 'handoff', handoff)
+  if deferred == '1' then
+    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'deferred', '1')
+  else
+    redis.call('HSET', rec, 'status', status, 'handoff', handoff)
+  end
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
   redis.call('PEXPIRE', noise, retention_ms)
@@ -168,13 +168,14 @@ end
 -- Seconds until the sweeper should show the ended ask's final state (<= 0: now), or nil when
 -- there is nothing to show: no message, already shown, or RENDER_TRIES claims spent.
 local function show_in(interval)
-  if not redis.call('HGET', rec, 'message') or redis.call('HGET', rec, 'rendered') == '1'
-      or tonumber(redis.call('HGET', rec, 'render_tries') or '0') >= RENDER_TRIES then
+  -- one read (a sweep of 100,000 expiries asks this of each)
+  local f = redis.call('HMGET', rec, 'message', 'rendered', 'render_tries', 'at', 'closed_at',
+    'render_at')
+  if not f[1] or f[2] == '1' or tonumber(f[3] or '0') >= RENDER_TRIES then
     return nil
   end
-  local since = tonumber(redis.call('HGET', rec, 'at') or redis.call('HGET', rec, 'closed_at')
-    or now)
-  local claimed = tonumber(redis.call('HGET', rec, 'render_at') or '0')
+  local since = tonumber(f[4] or f[5] or now)
+  local claimed = tonumber(f[6] or '0')
   if claimed > since then
     since = claimed
   end
