@@ -27,6 +27,9 @@ from bridge.record import Destination, FollowUps
 
 _PLATFORM = re.compile(r"^([a-z][a-z0-9_-]{0,31}):(.+)$")
 USER_PREFIX = "user:"
+MAX_ID = 64
+"""Longest channel or user id an escalation may name (Slack ids have about 11 characters,
+Discord snowflakes at most 20): a longer one is a mistake, kept out of every record."""
 
 
 def next_step(
@@ -56,8 +59,9 @@ def next_step(
 def parse_destination(text: str, platform: str) -> Destination:
     """Where ``--escalate-to`` points: ``[PLATFORM:]ID`` or ``[PLATFORM:]user:ID``.
 
-    ``ID`` is a channel (Slack: ``C…``; a Slack user id ``U…`` posts to the app's DM with that
-    person, as a channel would); ``user:ID`` is a person's DM on any platform (Discord needs it:
+    ``ID`` (ASCII letters, digits, ``-`` and ``_``, at most :data:`MAX_ID`) is a channel
+    (Slack: ``C…``; a Slack user id ``U…`` posts to the app's DM with that person, as a channel
+    would); ``user:ID`` is a person's DM on any platform (Discord needs it:
     its user and channel ids look alike). ``PLATFORM`` defaults to the ask's own ``platform``.
     ``ValueError`` with a clear message for anything else."""
     rest = text.strip()
@@ -67,7 +71,12 @@ def parse_destination(text: str, platform: str) -> Destination:
         where, rest = found.group(1), found.group(2)
     user = rest.startswith(USER_PREFIX)
     ident = rest.removeprefix(USER_PREFIX) if user else rest
-    if not ident or not ident.isascii() or not ident.replace("-", "").replace("_", "").isalnum():
+    if (
+        not ident
+        or len(ident) > MAX_ID
+        or not ident.isascii()
+        or not ident.replace("-", "").replace("_", "").isalnum()
+    ):
         raise ValueError(
             f"escalate to {text[:60]!r}: give a channel id or user:ID, optionally after a "
             "platform and a colon (e.g. C0MANAGERS, slack:user:U0BOSS, discord:123456)"

@@ -188,7 +188,13 @@ def test_escalation_destinations(text: str, expected: Destination) -> None:
     assert parse_destination(text, "slack") == expected
 
 
-@pytest.mark.parametrize("text", ["", "user:", "discord:", "C0 MANAGERS", "<!channel>", "#ops"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("", "user:", "discord:", "C0 MANAGERS", "<!channel>", "#ops", "user:user:U1"),
+        *("slack:discord:C1", "C\u0661", "C1\u200b", "<@U1>", "C" * 65, "user:" + "9" * 65),
+    ],
+)
 def test_a_bad_escalation_destination_is_refused_clearly(text: str) -> None:
     with pytest.raises(ValueError, match="give a channel id or user:ID"):
         parse_destination(text, "slack")
