@@ -161,6 +161,9 @@ class Answering:
         self.store_timeout = store_timeout
         self.ack_budget = ack_budget
         self._tasks: set[asyncio.Task[None]] = set()
+        self._progress: dict[str, bool] = {}
+        """Asks whose submissions this process is showing, and whether another update was
+        asked for meanwhile (see :meth:`show_progress`)."""
 
     # -- judging ------------------------------------------------------------------------------
 
@@ -345,7 +348,26 @@ class Answering:
         update of the pending state racing the ask's end could overwrite its final state; so
         once this update is done the record is read again, and if the ask has ended meanwhile
         its final state is put back (an end seen after this update was done is always shown
-        after it)."""
+        after it).
+
+        Coalesced per ask: while this process updates an ask's messages, further calls only
+        ask for one more round after it (which reads fresh, so it shows them all). A person
+        flipping their answer a thousand times costs at most two updates in flight, not a
+        thousand platform calls that would spend the bot's rate limit for every other ask."""
+        if ask_id in self._progress:
+            self._progress[ask_id] = True
+            return
+        self._progress[ask_id] = False
+        try:
+            while True:
+                await self._show_progress_once(ask_id)
+                if not self._progress[ask_id]:
+                    return
+                self._progress[ask_id] = False
+        finally:
+            del self._progress[ask_id]
+
+    async def _show_progress_once(self, ask_id: str) -> None:
         try:
             current = await self.store.get(ask_id)
             if current is None or current.message is None:

@@ -455,6 +455,46 @@ async def test_disagreement_shown_then_resolved(
     assert late.explain == "This was already answered by <m:U0BOB> and <m:U0ALICE>."
 
 
+class SlowPoster(MemoryPoster):
+    """A platform whose message updates wait until ``go`` is set (a rate-limited API)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.go = asyncio.Event()
+
+    async def update(self, record: AskRecord) -> None:
+        await self.go.wait()
+        await super().update(record)
+
+
+async def test_a_flood_of_changed_submissions_costs_two_updates_not_one_each(
+    store: Store, groups: Groups
+) -> None:
+    """One person flipping their answer as fast as they can: every submission is recorded and
+    told, but the message is updated by at most one round in flight and one after it, which
+    shows the latest state -- the bot's rate limit stays for every other ask."""
+    poster = SlowPoster()
+    answering = Answering(store, poster, REPLIES, membership=groups, store_timeout=2.0)
+    record = await posted(store, poster, single(new_record(required=2)))
+    for i in range(40):
+        verdict = await answering.pick(record.id, 0, i % 2, ALICE)
+        assert verdict.outcome is Outcome.RECORDED and verdict.progress
+        answering.settle(verdict)
+    await asyncio.sleep(0.05)
+    assert poster.updated(record.id) == []  # the first update waits on the platform
+    poster.go.set()
+    await answering.drain()
+    shown = poster.updated(record.id)
+    assert len(shown) == 2  # the one in flight, then one round showing the latest
+    assert shown[-1] == await pending(store, record.id)  # the latest: Alice's "No"
+    assert [a.selected for a in shown[-1].submissions[0].answers] == [("No",)]
+    # once the flood is over, the next change is shown again
+    verdict = await answering.pick(record.id, 0, 2, ALICE)
+    answering.settle(verdict)
+    await answering.drain()
+    assert poster.updated(record.id)[-1].submissions[0].answers[0].selected == ("Later",)
+
+
 async def test_typed_answer_is_recorded_but_never_counts(
     answering: Answering, store: Store, poster: MemoryPoster
 ) -> None:
