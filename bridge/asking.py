@@ -102,9 +102,24 @@ class AskPolicy(BaseModel):
         )
 
 
-def check_required(policy: AskPolicy, poster: Poster) -> None:
+def check_required(
+    policy: AskPolicy, poster: Poster, destination: Destination | None = None
+) -> None:
     """Refuse (``ValueError``, one clear line) a policy that could never be answered: it names
-    only individual people as answerers, fewer than it requires to agree."""
+    only individual people as answerers, fewer than it requires to agree; or it requires
+    several people but goes to one person's DM (``destination.user``, no channel) with no
+    escalation to show it to anyone else."""
+    if (
+        policy.required > 1
+        and destination is not None
+        and destination.user is not None
+        and destination.channel is None
+        and policy.escalate_to is None
+    ):
+        raise ValueError(
+            f"{policy.required} people must agree but the ask goes to one person's DM "
+            f"({destination.user}): post it in a channel, escalate it, or require 1"
+        )
     named = set(policy.answerers)
     if policy.required > 1 and named and all(poster.individual(a) for a in named):
         if len(named) < policy.required:
@@ -213,7 +228,7 @@ class ChatHandler:
         """Every platform this handler shows an ask ending on when it ends the ask itself (a
         timeout, a cancellation): its own, and ``posters`` given for an escalation's platform;
         a message on any other is shown ended by a sweeper holding that platform's poster."""
-        check_required(self.policy, poster)
+        check_required(self.policy, poster, destination)
 
     async def __call__(
         self, questions: Sequence[Question], context: Mapping[str, Any]

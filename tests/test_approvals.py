@@ -61,6 +61,14 @@ def test_more_required_than_named_people_is_refused() -> None:
     check_required(AskPolicy(required=2, answerers=("U1", "U2")), poster)
     # a platform that cannot tell users from groups refuses nothing
     check_required(too_many, MemoryPoster())
+    # one person's DM shows it to one person: only an escalation lets others answer
+    dm = Destination(platform="memory", user="U0BOSS")
+    with pytest.raises(ValueError, match="goes to one person's DM"):
+        ChatHandler(poster, MemoryStore(), dm, AskPolicy(required=2))
+    escalated = AskPolicy(required=2, escalate_after=60, escalate_to="C0MANAGERS")
+    ChatHandler(poster, MemoryStore(), dm, escalated)
+    ChatHandler(poster, MemoryStore(), dm, AskPolicy())
+    check_required(AskPolicy(required=2), poster, DEST)
 
 
 async def _answered_by_two(tell: bool) -> tuple[object, str]:
@@ -127,6 +135,10 @@ async def test_the_feed_tells_the_model_who_answered_only_when_asked_to() -> Non
             ["--required", "3", "--answerer", "U0ALICE", "--answerer", "U0BOB"],
             "3 people must agree but only 2 may answer (U0ALICE, U0BOB)",
         ),
+        (
+            ["--user", "U0BOSS", "--required", "2"],
+            "2 people must agree but the ask goes to one person's DM (U0BOSS)",
+        ),
     ],
 )
 def test_ask_refuses_an_impossible_required_before_anything_is_reached(
@@ -141,6 +153,7 @@ def test_ask_refuses_an_impossible_required_before_anything_is_reached(
     monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:1/api/")  # never reached
     questions = tmp_path / "q.json"
     questions.write_text(json.dumps([QUESTION.model_dump(mode="json")]))
-    assert main(["ask", "--channel", "C1", *extra, str(questions)]) == 1
+    where = [] if "--user" in extra else ["--channel", "C1"]
+    assert main(["ask", *where, *extra, str(questions)]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"ask-bridge ask: {said}")
