@@ -32,10 +32,12 @@ def test_a_small_soak_loses_nothing_and_answers_nothing_twice_on_either_platform
         assert figures["agents"] == {"returned answers": 150}, (name, figures)
         # A refusal changes nothing and its explanation is posted just after the click's ack,
         # so a replica killed in that instant loses it (the person sees no reply and may click
-        # again): nearly all are explained, never more than one per refused click.
+        # again): nearly all are explained, never more than one per click -- the 50 refused
+        # first clicks and any click repeated because no acknowledgement came.
         refused = figures["refused_with_explanation"]
+        again = sum(n for kind, n in figures["errors"].items() if "clicked again" in kind)
         for text in (
             "Sorry, you can't answer this one: it is for <@…>.",
             "This was already answered by <@…>.",
         ):
-            assert 45 <= refused.get(text, 0) <= 50, (name, refused)
+            assert 45 <= refused.get(text, 0) <= 50 + again, (name, refused, again)
