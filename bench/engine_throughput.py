@@ -23,6 +23,7 @@ from engine_common import NullPoster, four_questions, record, server_url
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.models import Answer
 from bridge.record import AskRecord, Destination, MessageRef, Responder
+from bridge.result import AskUserAnswered
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS, connect
@@ -70,7 +71,7 @@ async def full_cycles(url: str, seconds: float) -> tuple[int, float, float]:
         nonlocal done
         while time.perf_counter() < stop_at:
             got = await handler(qs.questions, {"session": "bench"})
-            assert isinstance(got, tuple) and len(got) == 4
+            assert isinstance(got, AskUserAnswered) and len(got.answers) == 4
             done += 1
 
     answering = [asyncio.create_task(answerer()) for _ in range(IN_FLIGHT)]

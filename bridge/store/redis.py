@@ -98,6 +98,7 @@ from bridge.store.base import (
     timer_detail,
 )
 from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys, pending_member, platform_range
+from bridge.store.redis_batch import Batches
 from bridge.store.redis_connect import (
     DEFAULT_MAX_CONNECTIONS,
     PIPELINE_CHUNK,
@@ -225,6 +226,7 @@ class RedisStore(Store):
             channel=self.keys.waker(secrets.token_hex(8)),
             watch=self._watch,
         )
+        self._batches = Batches(self._run_many)
         self._cluster = isinstance(client, RedisCluster)
         self._ready = not self._cluster
         self._ready_lock = asyncio.Lock()
@@ -330,6 +332,8 @@ class RedisStore(Store):
         on Cluster, whose pipelines take no scripts. Each reply as :meth:`_run` gives it."""
         if not ask_ids:
             return []
+        if len(ask_ids) == 1:  # a lone script call costs less than a pipeline of one
+            return [await self._run(op, ask_ids[0], *args, now=now)]
         if self._cluster:
             return list(await asyncio.gather(*(self._run(op, a, *args, now=now) for a in ask_ids)))
         argvs = [self._argv(op, ask_id, args, now) for ask_id in ask_ids]
@@ -510,7 +514,7 @@ class RedisStore(Store):
     async def confirm(self, ask_id: str) -> None:
         self._wakeups.release(ask_id)  # first: should the script fail, the lease lapses (feed)
         await self._init()
-        reply = await self._run("confirm", ask_id)
+        reply = await self._batches.run("confirm", ask_id)
         if reply[0] == "ok" and reply[1] == "1":
             await self._r.zrem(self.keys.due, ask_id)
 
@@ -900,7 +904,7 @@ class RedisStore(Store):
                         await self._wakeups.woken(ask_id)
                 except TimeoutError:
                     return None
-                reply = await self._run("take", ask_id, int(self.lease_ttl * 1000))
+                reply = await self._batches.run("take", ask_id, int(self.lease_ttl * 1000))
                 if reply[0] == "missing":
                     await self._check_epoch()  # gone before its retention: was the data lost?
                     return None
@@ -977,6 +981,7 @@ class RedisStore(Store):
             await stop(self._follower)  # not a bare cancel: see bridge.aio
             self._follower = None
         await self._wakeups.aclose()
+        await self._batches.aclose()
         if self._sub is not self._r:
             await self._sub.aclose()
         await self._r.aclose()

@@ -28,6 +28,9 @@ from bridge.store.redis_connect import PIPELINE_CHUNK
 
 _REFRESH_CHUNK = 5000
 """Lease renewals one pipeline sends (small integer replies, so a big batch is cheap)."""
+_MAX_STRETCH = 4
+"""Most leases a late renewal round adds to the next leases: a process stalled for longer lets
+them lapse (its answers go to the feed) rather than hold them for ever."""
 
 Watch = Callable[[Sequence[str]], Awaitable[list[str]]]
 """Puts this store's channel among the given asks' wakers and returns their statuses."""
@@ -181,17 +184,26 @@ class Wakeups:
         """Every third of a lease, renew the lease of every ask a call waits for or holds: in big
         batches sent all at once, since a process busy with 100,000 calls runs each round trip
         only after everything else it has to do, and one after the other they took longer than
-        a lease (the answers went to the feed instead of the waiting calls)."""
+        a lease (the answers went to the feed instead of the waiting calls).
+
+        A round that lands late (the process was saturated: answering 100,000 calls at once)
+        lengthens the next leases by that lateness (up to :data:`_MAX_STRETCH` leases), so the
+        leases outlast the renewals' own lag; a process that dies still lets them lapse."""
+        loop = asyncio.get_running_loop()
+        late = 0.0
         while True:
+            due = loop.time() + self._refresh_every
             await asyncio.sleep(self._refresh_every)
             waiting = list(self._waiters.keys() | self._held)
+            ms = self._lease_ms + int(min(late, self._lease_ms * _MAX_STRETCH / 1000) * 1000)
             size = _REFRESH_CHUNK
             chunks = [waiting[i : i + size] for i in range(0, len(waiting), size)]
             with contextlib.suppress(RedisError, OSError):
-                await asyncio.gather(*(self._renew(chunk) for chunk in chunks))
+                await asyncio.gather(*(self._renew(chunk, ms) for chunk in chunks))
+            late = max(0.0, loop.time() - due)
 
-    async def _renew(self, ask_ids: list[str]) -> None:
+    async def _renew(self, ask_ids: list[str], ms: int) -> None:
         async with self._r.pipeline(transaction=False) as pipe:
             for ask_id in ask_ids:
-                pipe.pexpire(self._keys.lease(ask_id), self._lease_ms)
+                pipe.pexpire(self._keys.lease(ask_id), ms)
             await pipe.execute()
