@@ -22,6 +22,7 @@ from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.result import AskUserAnswered
 from bridge.store.base import Delivery, Store, SubmitOutcome
+from bridge.store.keys import Fields, Keys
 from bridge.store.redis import RedisStore
 from bridge.sweeper import Sweeper
 from bridge.tool import AskUserTool
@@ -422,4 +423,40 @@ async def test_a_waiting_tool_call_holds_no_copy_of_its_question_set(
         assert outcome.answers == (answer,)
         assert json.loads(outcome.text)["answers"][0]["selected"] == ["No"]
     finally:
+        await store.aclose()
+
+
+async def test_a_wake_up_carries_the_record_so_the_waiter_reads_nothing_more(
+    standalone: RedisServer,
+) -> None:
+    """Answer to resume is the submission's one script and its PUBLISH: the waiting call returns
+    the record the wake-up carries (and confirms it), with no take in between."""
+    store = RedisStore.from_url(standalone.url, prefix="carried")
+    clicks = RedisStore.from_url(standalone.url, prefix="carried")
+    raw = Redis.from_url(standalone.url, decode_responses=True)
+
+    async def scripts_run() -> int:
+        stats = await raw.info("commandstats")
+        return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("evalsha", "eval"))
+
+    try:
+        record = new_record()
+        await store.create(record)
+        await store.listening()
+        waiting = asyncio.create_task(store.wait(record.id, 10))
+        await asyncio.sleep(0.2)  # registered and re-read: nothing more runs until the answer
+        before = await scripts_run()
+        answers = [
+            Answer(question=q.question, selected=(q.options[0].label,))
+            for q in record.questions.questions
+        ]
+        assert (await clicks.submit(record.id, ALICE, answers)).ok
+        done = await waiting
+        assert done is not None and done.answers is not None and not done.deferred
+        assert await scripts_run() - before == 1  # the submission; no take
+        await store.confirm(record.id)  # returned without a take: the hand-off still settles
+        assert await raw.hget(Keys("carried").rec(record.id), Fields.HANDOFF) == "confirmed"
+    finally:
+        await raw.aclose()
+        await clicks.aclose()
         await store.aclose()

@@ -713,8 +713,10 @@ async def test_a_wake_up_reaches_only_the_process_that_waits(
             if message["type"] == "pmessage":
                 published.append((message["channel"], message["data"]))
         assert len(published) == 1  # one process waits for x: one wake-up, on its own channel
-        channel, ask_id = published[0]
+        channel, data = published[0]
+        ask_id, _, carried = data.partition("\n")  # the id, then the record it carries
         assert ask_id == x.id and channel.startswith(f"{prefix}:wake:")
+        assert "answered" in json.loads(carried)
         assert not waits[1].done()
         await clicks.submit(y.id, ALICE, YES)
         assert await waits[1] is not None

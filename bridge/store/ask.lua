@@ -63,10 +63,15 @@ end
 
 -- Wake the processes that wait for this ask, and only them. A lease with no wakers is held by a
 -- process from before per-process channels: it hears the shared channel.
+-- Each wake-up carries the record (the id, a newline, HGETALL as a JSON array): the waiting call
+-- returns it as is, one round trip sooner than a take would (confirm accepts 'waiter' too).
 local function wake()
   local found = redis.call('SMEMBERS', wakers)
-  for _, waker in ipairs(found) do
-    redis.call('PUBLISH', waker, ask_id)
+  if #found > 0 then
+    local message = ask_id .. '\n' .. cjson.encode(redis.call('HGETALL', rec))
+    for _, waker in ipairs(found) do
+      redis.call('PUBLISH', waker, message)
+    end
   end
   if #found == 0 and redis.call('EXISTS', lease) == 1 then
     redis.call('PUBLISH', channel, ask_id)
@@ -557,8 +562,9 @@ elseif op == 'watch' then
   end
   return {status}
 elseif op == 'confirm' then
-  -- the waiting call returned the answer it took: nothing more to hand off
-  if redis.call('HGET', rec, 'handoff') == 'taken' then
+  -- the waiting call returned the answer it took, or was woken with: nothing more to hand off
+  local handoff = redis.call('HGET', rec, 'handoff')
+  if handoff == 'taken' or handoff == 'waiter' then
     redis.call('HSET', rec, 'handoff', 'confirmed')
     redis.call('DEL', lease)
   end

@@ -57,7 +57,9 @@ keys):
                      a wait finds its ask missing): gone or changed means Redis lost its data
                      (restarted without persistence). TTL refreshed by every sweep.
 ``<prefix>:wake:<token>``  pub/sub channel of one process (one store): the id of each ask that
-                     left ``pending`` while that process waited for it, so a wake-up reaches only
+                     left ``pending`` while that process waited for it, a newline and the record
+                     (``HGETALL`` as a JSON array: the waiting call returns it without reading it
+                     again, see the hand-off below), so a wake-up reaches only
                      the process that waits for the ask. Plain PUBLISH, from inside the script
                      that ends the ask, on Cluster too, where it is broadcast over the cluster
                      bus to every node (only the waiting process receives it). Why not sharded
@@ -78,7 +80,8 @@ keys):
                      from before per-process channels (a lease, no wakers: a rolling upgrade).
 
 Hand-off of a finished ask (``handoff`` field), decided atomically when it leaves ``pending``:
-``waiter`` (answered while a lease was live: the waiting call takes it -> ``taken``, keeping the
+``waiter`` (answered while a lease was live: the waiting call, woken with the record, returns
+it -- or, when it learned of the answer by reading the ask, takes it -> ``taken`` -- keeping the
 lease alive, and once it returned the answer confirms it -> ``confirmed``), ``feed``
 (deferred, or nobody holds a lease: it must be put on the feed -> ``sent`` once XADDed), ``none``
 (closed, never deferred: nobody to tell). A ``waiter`` hand-off whose lease lapses without being

@@ -901,9 +901,14 @@ class RedisStore(Store):
                 try:
                     async with asyncio.timeout_at(deadline):
                         await self._wakeups.subscribed()
-                        await self._wakeups.woken(ask_id)
+                        carried = await self._wakeups.woken(ask_id)
                 except TimeoutError:
                     return None
+                if carried is not None:  # the wake-up carries the record: no take needed
+                    raw = codec.pairs(json.loads(carried))
+                    if raw.get(Fields.HANDOFF) in ("waiter", "taken"):
+                        self._wakeups.hold(ask_id)  # the lease lives until this call confirms
+                    return codec.record(raw)
                 reply = await self._batches.run("take", ask_id, int(self.lease_ttl * 1000))
                 if reply[0] == "missing":
                     await self._check_epoch()  # gone before its retention: was the data lost?

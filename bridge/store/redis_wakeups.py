@@ -61,7 +61,7 @@ class Wakeups:
         self._watch = watch
         self._lease_ms = int(lease_ttl * 1000)
         self._refresh_every = lease_ttl / 3
-        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._waiters: dict[str, list[asyncio.Future[str | None]]] = {}
         """The futures of the calls waiting for each ask (a list: nearly always one, and a
         process may hold 100,000 of them)."""
         self._checks: set[str] = set()
@@ -108,15 +108,16 @@ class Wakeups:
         """Return once the subscription is live."""
         await self._subscribed.wait()
 
-    async def woken(self, ask_id: str) -> None:
-        """Return once the ask has (probably) left ``pending``: a wake-up arrived for it, or a
-        re-read found it not pending. The caller reads the outcome itself."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    async def woken(self, ask_id: str) -> str | None:
+        """Return once the ask has (probably) left ``pending``: a wake-up arrived for it -- then
+        with the record it carries (``HGETALL`` as a JSON array) -- or a re-read found it not
+        pending (``None``: the caller reads the outcome itself)."""
+        fut: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._waiters.setdefault(ask_id, []).append(fut)
         self._checks.add(ask_id)
         self._check_wanted.set()
         try:
-            await fut
+            return await fut
         finally:
             group = self._waiters.get(ask_id)
             if group is not None:
@@ -130,10 +131,10 @@ class Wakeups:
             await stop(task)  # not a bare cancel: see bridge.aio
         self._listener, self._tasks = None, []
 
-    def _wake(self, ask_id: str) -> None:
+    def _wake(self, ask_id: str, record: str | None = None) -> None:
         for fut in self._waiters.get(ask_id, ()):
             if not fut.done():
-                fut.set_result(None)
+                fut.set_result(record)
 
     async def _listen(self) -> None:
         backoff = 0.02
@@ -151,7 +152,8 @@ class Wakeups:
                         self._check_wanted.set()
                         self._subscribed.set()
                     elif kind == "message":
-                        self._wake(message["data"])
+                        ask_id, _, record = message["data"].partition("\n")
+                        self._wake(ask_id, record or None)
             except (RedisError, OSError):
                 self._subscribed.clear()
                 await asyncio.sleep(backoff)
