@@ -183,10 +183,13 @@ class Fields:
     SUBMISSION_KEY = "subk:"
     """``subk:<user id>``: that submission's answers as canonical JSON (equal answers, equal
     text; ``ANSWERS`` is written the same way), prefixed with ``T`` when it holds typed text, so
-    Lua counts agreement by comparing texts and a typed one never agrees."""
+    Lua counts agreement by comparing texts and a typed one never agrees. Its absence while
+    pending tells a person's first submission (``submitted``) from a change (``resubmitted``).
+    Once the ask is settled only those equal to the accepted answers are kept (a repeat by an
+    agreeing person is ``REPEATED``; nobody else's is ever compared again)."""
     SUBMISSION_ATTEMPT = "suba:"
     """``suba:<user id>``: the token of the attempt that recorded it, so its retry is that
-    attempt (``RECORDED`` again, not ``REPEATED``)."""
+    attempt (``RECORDED`` again, not ``REPEATED``). Dropped once the ask is settled."""
     REMINDED = "reminded"
     """How many reminders were posted (or given up); absent: none."""
     REMINDED_AT = "reminded_at"
