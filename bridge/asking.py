@@ -41,7 +41,15 @@ from bridge.errors import NotAnswered, PostFailed
 from bridge.followups import follow_ups, parse_destination
 from bridge.models import Option, Question, QuestionSet
 from bridge.poster import Poster
-from bridge.record import MAX_REQUIRED, AskRecord, AskStatus, Destination, FollowUps, MessageRef
+from bridge.record import (
+    MAX_EXPIRES,
+    MAX_REQUIRED,
+    AskRecord,
+    AskStatus,
+    Destination,
+    FollowUps,
+    MessageRef,
+)
 from bridge.rendering import show_final
 from bridge.result import AskUserAnswered, ToolOutcome
 from bridge.store.base import Store
@@ -69,7 +77,11 @@ class AskPolicy(BaseModel):
 
     wait: float = Field(default=600.0, ge=0, description="seconds the tool call blocks")
     expires: float = Field(
-        default=86400.0, gt=0, allow_inf_nan=False, description="seconds the ask takes answers"
+        default=86400.0,
+        gt=0,
+        le=MAX_EXPIRES,
+        allow_inf_nan=False,
+        description="seconds the ask takes answers",
     )
     on_timeout: Literal["defer", "error"] = "defer"
     mode: Literal["block", "defer"] = "block"

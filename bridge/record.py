@@ -89,6 +89,10 @@ class Responder(BaseModel):
     groups: tuple[str, ...] = ()
 
 
+MAX_EXPIRES = 10 * 365 * 86400.0
+"""Longest an ask may take answers (``AskPolicy.expires``), in seconds: ten years, far past any
+real use, and well within what a networked store can keep as a time to live (an expiry of
+1e300 seconds overflowed it)."""
 MAX_REQUIRED = 50
 """Most agreeing people an ask may require (``required``): an approval, not a poll."""
 

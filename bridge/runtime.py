@@ -40,7 +40,7 @@ from bridge.platform import (
     check_credentials,
     check_standalone,
 )
-from bridge.record import MAX_REQUIRED
+from bridge.record import MAX_EXPIRES, MAX_REQUIRED
 from bridge.settings import EngineSettings, open_store
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
@@ -86,8 +86,11 @@ def chat_policy(
     expires = defaults.expires if expires is None else expires
     if wait < 0:
         raise ValueError("the wait must be zero or more seconds")
-    if expires <= 0:
-        raise ValueError("the expiry must be more than zero seconds")
+    if not 0 < expires <= MAX_EXPIRES:  # NaN and infinity too
+        raise ValueError(
+            f"the expiry must be more than zero seconds and at most {MAX_EXPIRES:.0f} "
+            f"(ten years), not {expires:g}"
+        )
     if mode == "defer":
         if standalone:
             raise ValueError(STANDALONE_DEFER)

@@ -228,7 +228,8 @@ def test_policy_follow_ups_are_checked() -> None:
         (["--remind-after", "inf"], "--remind-after: Input should be a finite number"),
         (["--remind-after", "-5"], "--remind-after: Input should be greater than 0"),
         (["--escalate-after", "inf", "--escalate-to", "C0MGR"], "--escalate-after: Input should"),
-        (["--expires", "inf"], "--expires: Input should be a finite number"),
+        (["--expires", "inf"], "the expiry must be more than zero seconds and at most"),
+        (["--expires", "1e300"], "the expiry must be more than zero seconds and at most"),
     ],
 )
 def test_ask_refuses_bad_follow_ups_in_one_line_before_anything_is_reached(

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from engine_fixtures import new_record
 
-from bridge.asking import ChatHandler
+from bridge.asking import AskPolicy, ChatHandler
 from bridge.errors import NotAnswered
 from bridge.http_server import CannotListen
 from bridge.memory_poster import MemoryPoster
@@ -217,6 +217,12 @@ def test_standalone_policy_never_defers() -> None:
         chat_policy(False, wait=-1)
     with pytest.raises(ValueError, match="more than zero"):
         chat_policy(False, expires=0)
+    for huge in (1e300, float("inf"), float("nan")):  # a store could not keep it: refused
+        with pytest.raises(ValueError, match=r"at most 315360000 \(ten years\)"):
+            chat_policy(False, expires=huge)
+    with pytest.raises(ValueError, match="less than or equal to 315360000"):
+        AskPolicy(expires=1e300)
+    assert chat_policy(False, expires=315360000).expires == 315360000
 
 
 async def test_standalone_process_receives_and_sweeps_its_own_asks() -> None:
