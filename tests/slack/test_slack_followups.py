@@ -205,3 +205,42 @@ async def test_a_reminder_due_while_every_replica_was_down_fires_once_after_rest
     finally:
         await agent.kill()
     assert code == 0, err
+
+
+async def test_an_escalation_to_a_channel_the_bot_cannot_post_to_fails_in_words(
+    world: World, redis_srv: RedisServer
+) -> None:
+    """Slack refuses the escalation's post (channel_not_found): the replica that claimed it logs
+    one line naming the ask and the reason, no traceback, and the audit trail says so; the ask
+    is still answered from its first message."""
+    gone = "C0GONE" + uuid.uuid4().hex[:6].upper()
+    world.fake.missing_channels.add(gone)
+    marker = uuid.uuid4().hex[:8]
+    questions = json.dumps([q(f"Failover {marker}?", "Failover", ["Yes", "No"])])
+    agent = await Agent.start(
+        world.env, questions, *agent_args("--escalate-after", "1", "--escalate-to", gone)
+    )
+    prefix = world.env["ASK_BRIDGE_KEY_PREFIX"]
+    store = RedisStore.from_url(redis_srv.url, prefix=prefix)
+    try:
+        ts, ask_id = await world.posted(CHANNEL, marker)
+        for _ in range(200):  # due 1 s after asking; a sweep every second
+            failed = [e for e in await store.history(ask_id) if e.kind == "follow_up_failed"]
+            if failed:
+                break
+            await asyncio.sleep(0.1)
+        click = block_actions(world.fake, CHANNEL, ts, "U0BOB", f"askb:pick:{ask_id}:0:0")
+        assert await world.send(click, world.replicas[0]) == 200
+        code, out, err = await agent.result()
+    finally:
+        await agent.kill()
+        await store.aclose()
+    assert code == 0, err
+    assert json.loads(out)["answers"][0]["selected"] == ["Yes"]
+    (event,) = failed  # claimed once: the next claim comes after the 60 s retry interval
+    assert event.detail["step"] == "escalate" and "channel_not_found" in event.detail["error"]
+    logs = [line for serve in world.replicas for line in serve.log if ask_id in line]
+    (line,) = [line for line in logs if "could not post" in line]
+    assert f"could not post the escalation to slack:{gone}" in line
+    assert "channel_not_found" in line
+    assert not any("Traceback" in line for serve in world.replicas for line in serve.log)
