@@ -739,18 +739,38 @@ class RedisStore(Store):
             await self._init()
             await self._check_epoch()
             now = time.time() if now is None else now
-            while True:
-                # a few batches at once, each on its own connection: Redis runs one batch's
-                # scripts while this process encodes the next (they share nothing but the index)
-                ids = await self._r.zrangebyscore(
-                    self.keys.due, "-inf", now, start=0, num=size * _SWEEP_AHEAD
-                )
-                batches = [ids[i : i + size] for i in range(0, len(ids), size)]
-                for shown in await asyncio.gather(*(self._settle(b, now) for b in batches)):
-                    if shown:
-                        yield shown
-                if len(ids) < size * _SWEEP_AHEAD:
-                    return
+            # A few batches in flight, each on its own connection: Redis runs one batch's
+            # scripts while this process encodes the next. A visited ask leaves the due range
+            # (rescored past ``now``, or dropped) when its batch is done; the next batch is the
+            # first asks due that no batch in flight holds.
+            flight: dict[asyncio.Task[list[Ended]], list[str]] = {}
+            more = True
+            try:
+                while True:
+                    while more and len(flight) < _SWEEP_AHEAD:
+                        held = {a for batch in flight.values() for a in batch}
+                        found = await self._r.zrangebyscore(
+                            self.keys.due, "-inf", now, start=0, num=size + len(held)
+                        )
+                        fresh = [a for a in found if a not in held]
+                        # more may follow: the range was full, or it held more than a batch
+                        more = len(found) == size + len(held) or len(fresh) > size
+                        ids = fresh[:size]
+                        if ids:
+                            flight[asyncio.create_task(self._settle(ids, now))] = ids
+                        else:
+                            break  # all that is due is in flight
+                    if not flight:
+                        return
+                    done, _ = await asyncio.wait(flight, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        del flight[task]
+                        shown = task.result()
+                        if shown:
+                            yield shown
+            finally:
+                for task in flight:
+                    await stop(task)
 
     async def _settle(self, ids: Sequence[str], now: float) -> list[Ended]:
         """One batch of a sweep: each ask's ``settle`` visit, then the indexes brought up to
