@@ -20,9 +20,12 @@ Run: ``.venv/bin/python bench/soak.py [--asks 10000] [--rate 200] [--kill-every 
   ``--patience`` seconds, is clicked again, as a person would.
 
 Printed per platform: asks answered; answers lost (the store took an answer the waiting call
-never returned: target 0); asks answered twice (two ``answered`` events: target 0); clicks
-refused, by the explanation sent; p50/p99 click-to-resume (the winning click's send to the
-waiting call's return); errors by kind (dead replica, HTTP status, no response).
+never returned, and it is not on the answers feed either: target 0); answers handed to the feed
+instead (the waiting call's lease lapsed -- its process too busy to renew it -- so the call
+returned "deferred" and the answer went to the answers feed, as designed); asks answered twice
+(two ``answered`` events: target 0); clicks refused, by the explanation sent; p50/p99
+click-to-resume (the winning click's send to the waiting call's return); errors by kind (dead
+replica, HTTP status, no response).
 """
 
 from __future__ import annotations
@@ -483,7 +486,7 @@ async def soak_report(soak: Soak, elapsed: float) -> dict[str, Any]:
     per: dict[str, dict[str, Any]] = {}
     for name, side in soak.sides.items():
         ids = [ask_id for platform, ask_id in soak.ask_ids if platform == name]
-        answered = lost = double = 0
+        answered = lost = fed = double = 0
         resumes: list[float] = []
         for ask_id in ids:
             record = await soak.store.get(ask_id)
@@ -492,7 +495,10 @@ async def soak_report(soak: Soak, elapsed: float) -> dict[str, Any]:
             if record is not None and record.answered_by is not None:
                 answered += 1
                 if ask_id not in soak.returned:
-                    lost += 1
+                    if any(e.kind == "handed_to_feed" for e in history):
+                        fed += 1
+                    else:
+                        lost += 1
                     continue
                 clicked = soak.sent.get((ask_id, record.answered_by.user_id))
                 if clicked is not None:
@@ -501,6 +507,7 @@ async def soak_report(soak: Soak, elapsed: float) -> dict[str, Any]:
             "asks": len(ids),
             "answered": answered,
             "lost": lost,
+            "handed_to_feed_instead": fed,
             "answered_twice": double,
             "refused_with_explanation": dict(side.refusals()),
             "click_to_resume_ms": {
