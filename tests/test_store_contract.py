@@ -619,7 +619,7 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
 
         kinds = {k.rsplit(":", 1)[-1] for k in await ttls()}
         assert kinds == {
-            *("rec", "log", "noise", "lease", "wake", "due", "pending", "feed", "epoch"),
+            *("rec", "log", "noise", "lease", "wake", "due", "pending", "feed", "ended", "epoch"),
             "timers",
         }
         await store.sweep(time.time() + 7200)

@@ -115,10 +115,12 @@ local function finish(status)
       handoff, deferred = 'feed', '1'
     end
   end
+  -- 'told' '0': the ended-asks stream is in another slot, so the caller adds the ask there, then
+  -- runs 'told' (a sweep does it should the caller die first)
   if deferred == '1' then
-    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'deferred', '1')
+    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'deferred', '1', 'told', '0')
   else
-    redis.call('HSET', rec, 'status', status, 'handoff', handoff)
+    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'told', '0')
   end
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
@@ -331,7 +333,7 @@ local function tidy()
   local handoff = redis.call('HGET', rec, 'handoff')
   if redis.call('HGET', rec, 'status') == 'pending'
       or (handoff ~= 'none' and handoff ~= 'sent' and handoff ~= 'confirmed')
-      or show_in(0) ~= nil then
+      or redis.call('HGET', rec, 'told') == '0' or show_in(0) ~= nil then
     return '0'
   end
   unpend()
@@ -561,6 +563,16 @@ elseif op == 'watch' then
     redis.call('SET', lease, '1', 'PX', ARGV[7])
   end
   return {status}
+elseif op == 'observe' then
+  -- an observer starts watching (Store.observe): 7 its wake-up channel; no lease, no take
+  if status == 'pending' then
+    redis.call('SADD', wakers, ARGV[7])
+    local ttl = redis.call('PTTL', rec)
+    if ttl > 0 then
+      redis.call('PEXPIRE', wakers, ttl)
+    end
+  end
+  return {status}
 elseif op == 'confirm' then
   -- the waiting call returned the answer it took, or was woken with: nothing more to hand off
   local handoff = redis.call('HGET', rec, 'handoff')
@@ -582,19 +594,24 @@ elseif op == 'release' then
   return {'other'}
 elseif op == 'settle' then
   -- a sweeper's visit; 7 seconds until a held hand-off is checked again, 8 render interval (s).
-  -- An ask to show or feed is answered {verdict, its platform, its hand-off, '1' if settled},
-  -- not with its record: a storm's sweep reads 100,000 of these. 'done' gives the platform too.
+  -- An ask to show or feed is answered {verdict, its platform, its hand-off, '1' if settled,
+  -- '1' if on the ended-asks stream (else the caller adds it, then 'told')}, not with its
+  -- record: a storm's sweep reads 100,000 of these. 'done' gives the platform too.
   local function visited(verdict)
     local handoff = redis.call('HGET', rec, 'handoff')
+    local told = redis.call('HGET', rec, 'told') ~= '0'
     local settled = (handoff == 'none' or handoff == 'sent' or handoff == 'confirmed')
-      and show_in(0) == nil
-    return {verdict, platform(), handoff, settled and '1' or '0'}
+      and show_in(0) == nil and told
+    return {verdict, platform(), handoff, settled and '1' or '0', told and '1' or '0'}
   end
   if status == 'pending' then
     if expire_if_due() then
       return visited('expired')
     end
     return {'later', redis.call('HGET', rec, 'exp')}
+  end
+  if redis.call('HGET', rec, 'told') == '0' then
+    return visited('tell') -- its ender died before adding it to the ended-asks stream
   end
   local handoff = redis.call('HGET', rec, 'handoff')
   if handoff == 'waiter' or handoff == 'taken' then
@@ -623,11 +640,19 @@ elseif op == 'sent' then
     redis.call('HSET', rec, 'handoff', 'sent')
   end
   return {'ok', tidy()}
+elseif op == 'told' then
+  -- the ask is on the ended-asks stream
+  if redis.call('HGET', rec, 'told') == '0' then
+    redis.call('HSET', rec, 'told', '1')
+  end
+  return {'ok', tidy()}
 elseif op == 'deliver' then
-  -- 7 feed entry id: the first entry for an ask delivers it; a duplicate entry never does
-  local fed = redis.call('HGET', rec, 'fed')
+  -- 7 entry id, 8 the field naming the entry that delivers the ask ('fed': the answers feed,
+  -- 'told_by': the ended-asks stream): the first entry for an ask delivers it, a duplicate never
+  local field = ARGV[8] or 'fed'
+  local fed = redis.call('HGET', rec, field)
   if not fed then
-    redis.call('HSET', rec, 'fed', ARGV[7])
+    redis.call('HSET', rec, field, ARGV[7])
     return {'deliver', record()}
   elseif fed == ARGV[7] then
     return {'deliver', record()}

@@ -42,6 +42,9 @@ a destination that refuses every post does not hold back the next step."""
 SWEEP_BATCH = 500
 """Asks one step of a sweep expires (:meth:`Store.sweep_batches`): one round trip to a networked
 store, and the records a sweeper holds at once."""
+DEFAULT_ENDED_IDLE = 300.0
+"""Seconds an ended-ask delivery may sit unacknowledged and unkept at one consumer before another
+consumer takes it over (:meth:`Store.ended`): that consumer is taken to have died."""
 DEFAULT_NOISE_CAP = 500
 """Noise events (:data:`NOISE_KINDS`) an ask's audit trail keeps; older ones are counted only."""
 NOISE_KINDS = frozenset({"refused", "late", "opened", "resubmitted"})
@@ -417,6 +420,15 @@ class Store(ABC):
         """
 
     @abstractmethod
+    async def observe(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
+        """Block until the ask is no longer pending (woken like :meth:`wait`, never polled) and
+        return it as it ended; ``None`` on timeout or for an unknown ask.
+
+        Unlike :meth:`wait` it takes nothing and holds no lease: the outcome still goes where it
+        would have gone without this call (a waiting call, or the answers feed), so any number of
+        observers (``ask-bridge wait``) can watch an ask that a pipeline deferred."""
+
+    @abstractmethod
     async def confirm(self, ask_id: str) -> None:
         """The waiting call returned the answer it took (:meth:`wait` or :meth:`defer`): the
         hand-off is done (``taken`` -> ``confirmed``), the lease dropped, nothing goes to the
@@ -578,6 +590,26 @@ class Store(ABC):
     @abstractmethod
     async def ack(self, delivery: Delivery) -> None:
         """Acknowledge a delivery so it is not handed out again."""
+
+    @abstractmethod
+    def ended(self, consumer: str) -> AsyncIterator[Delivery]:
+        """Every ask that left ``pending`` (answered, expired or cancelled, deferred or not),
+        delivered at least once until acknowledged (:meth:`ack_ended`), for the outcome
+        notifications (``bridge.webhooks``). Consumers share one group: each ended ask goes to one
+        of them; a consumer's unacknowledged deliveries go back to it when it comes back under the
+        same name, and to another consumer once idle for the store's ``ended_idle`` seconds
+        (unless kept with :meth:`keep_ended`). Written when the ask ends; should the writer die
+        right then, a sweep writes it (so, rarely, twice: the second is dropped at delivery)."""
+
+    @abstractmethod
+    async def ack_ended(self, delivery: Delivery) -> None:
+        """Acknowledge an ended-ask delivery: it is not handed out again."""
+
+    @abstractmethod
+    async def keep_ended(self, consumer: str, deliveries: Sequence[Delivery]) -> None:
+        """These deliveries are still being worked on by ``consumer``, which got them (a receiver
+        that keeps failing is retried for hours): reset their idle time, so no other consumer
+        takes them over."""
 
     async def aclose(self) -> None:  # noqa: B027 (optional hook: most stores hold nothing)
         """Release connections. Leases this process kept alive (waits, taken answers not yet

@@ -17,7 +17,8 @@ slot and one Lua script can change all of it atomically):
                             waits on it, and after it took the answer until it confirms.
 ``<prefix>:{<id>}:wake``    set: the wake-up channel (``waker``) of each process that waits for the
                             pending ask (joined when it creates the ask to wait for it, or starts
-                            waiting); the script that ends the ask publishes on these, then
+                            waiting, or observes it: ``Store.observe``, which sets no lease); the
+                            script that ends the ask publishes on these, then
                             deletes the set. Same TTL as the record. Kept apart from the lease, so
                             a waiter whose lease lapsed (its process stalled) is still woken.
 
@@ -52,6 +53,12 @@ keys):
                      counted. TTL refreshed on every create.
 ``<prefix>:feed``    stream: answers (and ends) of deferred asks, one entry ``{"ask": <id>}`` each,
                      read through a consumer group; trimmed by age (retention). TTL refreshed.
+``<prefix>:ended``   stream: every ask that left ``pending`` (answered, expired, cancelled), one
+                     entry ``{"ask": <id>}`` each, read through the consumer group ``notify`` by the
+                     outcome notifications (webhooks); trimmed by age (retention). TTL refreshed.
+                     Written right after the script that ended the ask (another slot); the
+                     record's ``told`` keeps the ask in ``due`` until it is, so a sweep writes it
+                     should that process die in between.
 ``<prefix>:epoch``   string: a random value set once (SET NX) by the first process to use the
                      deployment. Each process remembers it and compares on every sweep (and when
                      a wait finds its ask missing): gone or changed means Redis lost its data
@@ -97,6 +104,10 @@ while the ask is pending and the step is not done (``reminded``, ``escalated``);
 timer-retry interval, after which a claim never marked done (its process died, or the post
 failed) is claimed again -- up to ``TIMER_TRIES`` claims, then the step is given up. So each step
 is posted once, or twice only if a process dies between posting and ``timer_done``.
+
+Telling the ended-asks stream: the script that ends an ask sets ``told`` to ``"0"``; the process
+then XADDs to ``ended`` and runs ``told`` (-> ``"1"``). An ask is not settled while ``told`` is
+``"0"``, so the sweeper's ``settle`` answers ``tell`` for one whose ender died in between.
 
 Showing the final state: ``claim_render`` records ``render_at`` (and counts ``render_tries``) when
 nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
@@ -158,6 +169,11 @@ class Fields:
     ``feed``/``sent``/``none`` (see the module docstring)."""
     FED = "fed"
     """Id of the feed entry that delivers this ask; later duplicate entries are dropped."""
+    TOLD = "told"
+    """``"0"`` from the end of the ask until it is on the ended-asks stream, then ``"1"``
+    (absent while pending): the ask stays in ``due`` until then."""
+    TOLD_BY = "told_by"
+    """Id of the ended-asks entry that delivers this ask; later duplicate entries are dropped."""
     ATTEMPT = "attempt"
     """Token of the submission that was accepted: its retry is recognised as the same attempt."""
     SEQ = "seq"
@@ -253,6 +269,10 @@ class Keys:
     @property
     def feed(self) -> str:
         return f"{self.prefix}:feed"
+
+    @property
+    def ended(self) -> str:
+        return f"{self.prefix}:ended"
 
     @property
     def epoch(self) -> str:

@@ -13,7 +13,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from bridge.followups import next_step
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder, Submission
 from bridge.store.base import (
+    DEFAULT_ENDED_IDLE,
     DEFAULT_LEASE_TTL,
     DEFAULT_NOISE_CAP,
     DEFAULT_RENDER_INTERVAL,
@@ -63,7 +64,8 @@ class _Ask:
     handoff: str = ""
     answers_key: str | None = None
     attempt: str | None = None
-    fed: str | None = None
+    fed: dict[str, str] = field(default_factory=dict)
+    """The entry of each stream (by name) that delivers this ask; later duplicates are dropped."""
     seq: int = 0
     log: list[tuple[int, HistoryEvent]] = field(default_factory=list)
     noise: list[tuple[int, HistoryEvent]] = field(default_factory=list)
@@ -111,6 +113,59 @@ class _Ask:
         return since + interval - now
 
 
+class _Stream:
+    """One stream read through one consumer group, as Redis does it (XADD, XREADGROUP, XAUTOCLAIM,
+    XACK): the answers feed, and the stream of ended asks. Call with the store's lock held, except
+    :meth:`changed`'s registration, which takes it."""
+
+    def __init__(self, name: str, idle: float) -> None:
+        self.name = name
+        self.idle = idle
+        self._ids = itertools.count(1)
+        self._entries: OrderedDict[str, str] = OrderedDict()  # entry id -> ask id
+        self._fresh: list[str] = []  # entries not yet handed to any consumer
+        self._pending: dict[str, tuple[str, float]] = {}  # entry -> (consumer, handed out at)
+        self.listeners: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def add(self, ask_id: str) -> None:
+        entry_id = f"{int(time.time() * 1000)}-{next(self._ids)}"
+        self._entries[entry_id] = ask_id
+        self._fresh.append(entry_id)
+        for loop, event in self.listeners:
+            loop.call_soon_threadsafe(event.set)
+
+    def take_batch(
+        self, consumer: str, restart: bool, live: Callable[[str], _Ask | None]
+    ) -> list[Delivery]:
+        """Like XREADGROUP 0 (on restart), then XAUTOCLAIM of idle entries, then XREADGROUP >."""
+        now = time.time()
+        mine = [e for e, (c, _) in self._pending.items() if restart and c == consumer]
+        stale = [
+            e for e, (_, at) in self._pending.items() if now - at >= self.idle and e not in mine
+        ]
+        fresh, self._fresh = self._fresh, []
+        out: list[Delivery] = []
+        for entry_id in [*mine, *stale, *fresh]:
+            self._pending[entry_id] = (consumer, now)
+            entry = live(self._entries.get(entry_id, ""))
+            if entry is None or entry.fed.setdefault(self.name, entry_id) != entry_id:
+                self.drop(entry_id)
+                continue
+            out.append(Delivery(entry_id, entry.record))
+        return out
+
+    def keep(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        """Like XCLAIM with no minimum idle time: to ``consumer``, idle from now."""
+        now = time.time()
+        for entry_id in entry_ids:
+            if entry_id in self._pending:
+                self._pending[entry_id] = (consumer, now)
+
+    def drop(self, entry_id: str) -> None:
+        self._pending.pop(entry_id, None)
+        self._entries.pop(entry_id, None)
+
+
 class MemoryStore(Store):
     def __init__(
         self,
@@ -121,6 +176,7 @@ class MemoryStore(Store):
         noise_cap: int = DEFAULT_NOISE_CAP,
         render_interval: float = DEFAULT_RENDER_INTERVAL,
         timer_retry: float = DEFAULT_TIMER_RETRY,
+        ended_idle: float = DEFAULT_ENDED_IDLE,
     ) -> None:
         if noise_cap < 1:
             raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
@@ -133,12 +189,9 @@ class MemoryStore(Store):
         self._lock = threading.Lock()
         self._asks: dict[str, _Ask] = {}
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
-        self._ids = itertools.count(1)
-        self._entries: OrderedDict[str, str] = OrderedDict()  # feed entry id -> ask id
-        self._fresh: list[str] = []  # entries not yet handed to any consumer
-        self._pending: dict[str, tuple[str, float]] = {}  # entry -> (consumer, handed out at)
-        self._feed_changed: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._timers: dict[str, float] = {}  # pending ask with follow-ups -> when to visit it
+        self._feed = _Stream("feed", claim_idle)
+        self._ended = _Stream("ended", ended_idle)
 
     # -- internals (call with the lock held) ---------------------------------------------------
 
@@ -178,6 +231,7 @@ class MemoryStore(Store):
         self._timers.pop(rec.id, None)
         if entry.handoff == "feed":
             self._enqueue(entry)
+        self._ended.add(rec.id)  # under the same lock: as atomic as the ending itself
         self._wake(rec.id)
 
     def _expire(self, entry: _Ask, now: float) -> None:
@@ -187,13 +241,9 @@ class MemoryStore(Store):
         self._finish(entry, AskStatus.EXPIRED, now)
 
     def _enqueue(self, entry: _Ask) -> None:
-        entry_id = f"{int(time.time() * 1000)}-{next(self._ids)}"
-        self._entries[entry_id] = entry.record.id
-        self._fresh.append(entry_id)
+        self._feed.add(entry.record.id)
         entry.handoff = "sent"
         metrics.handed_to_feed(entry.record)
-        for loop, event in self._feed_changed:
-            loop.call_soon_threadsafe(event.set)
 
     def _wake(self, ask_id: str) -> None:
         for fut in self._waiters.get(ask_id, ()):
@@ -424,6 +474,29 @@ class MemoryStore(Store):
             self._take(entry)
             return entry.record
 
+    async def observe(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._lock:  # no lease, no take: the outcome goes where it would have gone
+            entry = self._live(ask_id)
+            if entry is None:
+                return None
+            self._waiters.setdefault(ask_id, set()).add(fut)
+            if entry.record.status is not AskStatus.PENDING:
+                fut.set_result(None)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return None
+        finally:
+            with self._lock:
+                group = self._waiters.get(ask_id, set())
+                group.discard(fut)
+                if not group:
+                    self._waiters.pop(ask_id, None)
+        with self._lock:
+            return entry.record
+
     async def record_event(
         self, ask_id: str, kind: str, *, user_id: str | None = None, **detail: Any
     ) -> None:
@@ -616,59 +689,48 @@ class MemoryStore(Store):
                     self._timers[claim.ask_id] = after[1]
             return entry.record
 
-    # -- the feed ------------------------------------------------------------------------------
+    # -- the feeds -----------------------------------------------------------------------------
 
-    async def feed(self, consumer: str) -> AsyncIterator[Delivery]:
+    async def _read(self, stream: _Stream, consumer: str) -> AsyncIterator[Delivery]:
         changed = asyncio.Event()
         token = (asyncio.get_running_loop(), changed)
         with self._lock:
-            self._feed_changed.append(token)
+            stream.listeners.append(token)
         restart = True  # first round: this consumer's own unacknowledged deliveries
         try:
             while True:
                 changed.clear()
-                batch = self._take_batch(consumer, restart)
+                with self._lock:
+                    batch = stream.take_batch(consumer, restart, self._live)
                 restart = False
                 for delivery in batch:
                     yield delivery
                 if not batch and not changed.is_set():
                     try:
-                        await asyncio.wait_for(changed.wait(), timeout=min(self.claim_idle, 1.0))
+                        await asyncio.wait_for(changed.wait(), timeout=min(stream.idle, 1.0))
                     except TimeoutError:
                         pass
         finally:
             with self._lock:
-                self._feed_changed.remove(token)
+                stream.listeners.remove(token)
 
-    def _take_batch(self, consumer: str, restart: bool) -> list[Delivery]:
-        """Like XREADGROUP 0 (on restart), then XAUTOCLAIM of idle entries, then XREADGROUP >."""
-        with self._lock:
-            now = time.time()
-            mine = [e for e, (c, _) in self._pending.items() if restart and c == consumer]
-            stale = [
-                e
-                for e, (_, at) in self._pending.items()
-                if now - at >= self.claim_idle and e not in mine
-            ]
-            fresh, self._fresh = self._fresh, []
-            out: list[Delivery] = []
-            for entry_id in [*mine, *stale, *fresh]:
-                self._pending[entry_id] = (consumer, now)
-                entry = self._live(self._entries.get(entry_id, ""), now)
-                if entry is None or entry.fed not in (None, entry_id):
-                    self._drop(entry_id)
-                    continue
-                entry.fed = entry_id
-                out.append(Delivery(entry_id, entry.record))
-            return out
-
-    def _drop(self, entry_id: str) -> None:
-        self._pending.pop(entry_id, None)
-        self._entries.pop(entry_id, None)
+    def feed(self, consumer: str) -> AsyncIterator[Delivery]:
+        return self._read(self._feed, consumer)
 
     async def ack(self, delivery: Delivery) -> None:
         with self._lock:
-            self._drop(delivery.delivery_id)
+            self._feed.drop(delivery.delivery_id)
+
+    def ended(self, consumer: str) -> AsyncIterator[Delivery]:
+        return self._read(self._ended, consumer)
+
+    async def ack_ended(self, delivery: Delivery) -> None:
+        with self._lock:
+            self._ended.drop(delivery.delivery_id)
+
+    async def keep_ended(self, consumer: str, deliveries: Sequence[Delivery]) -> None:
+        with self._lock:
+            self._ended.keep(consumer, [d.delivery_id for d in deliveries])
 
     async def aclose(self) -> None:
         """Stop keeping taken answers' leases alive, as a process that dies would: each lapses

@@ -69,6 +69,7 @@ from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.store import redis_codec as codec
 from bridge.store.base import (
+    DEFAULT_ENDED_IDLE,
     DEFAULT_LEASE_TTL,
     DEFAULT_NOISE_CAP,
     DEFAULT_RENDER_INTERVAL,
@@ -115,6 +116,8 @@ _SWEEP_AHEAD = 3
 """Sweep batches in flight at once (of the store's connections, 4 by default)."""
 
 DEFAULT_GROUP = "bridge"
+ENDED_GROUP = "notify"
+"""The consumer group reading the ended-asks stream (:meth:`RedisStore.ended`)."""
 _OUTCOMES = {
     "accepted": SubmitOutcome.ACCEPTED,
     "repeated": SubmitOutcome.REPEATED,
@@ -202,6 +205,7 @@ class RedisStore(Store):
         noise_cap: int = DEFAULT_NOISE_CAP,
         render_interval: float = DEFAULT_RENDER_INTERVAL,
         timer_retry: float = DEFAULT_TIMER_RETRY,
+        ended_idle: float = DEFAULT_ENDED_IDLE,
     ) -> None:
         if noise_cap < 1:
             raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
@@ -215,6 +219,7 @@ class RedisStore(Store):
         self._noise_cap = noise_cap
         self.render_interval = render_interval
         self.timer_retry = timer_retry
+        self.ended_idle = ended_idle
         self._epoch: str | None = None
         self._lost_data = False
         self._script = client.register_script(_SCRIPT)
@@ -225,6 +230,7 @@ class RedisStore(Store):
             lease_ttl,
             channel=self.keys.waker(secrets.token_hex(8)),
             watch=self._watch,
+            observe=self._observe,
         )
         self._batches = Batches(self._run_many)
         self._cluster = isinstance(client, RedisCluster)
@@ -358,6 +364,12 @@ class RedisStore(Store):
         args = (int(self.lease_ttl * 1000), self._wakeups.channel)
         return [str(reply[0]) for reply in await self._run_many("watch", ask_ids, args)]
 
+    async def _observe(self, ask_ids: Sequence[str]) -> list[str]:
+        """Put this store's wake-up channel among each ask's wakers, without any lease; the
+        asks' statuses, in one round trip."""
+        replies = await self._run_many("observe", ask_ids, (self._wakeups.channel,))
+        return [str(reply[0]) for reply in replies]
+
     async def _unindex_if_settled(self, ask_id: str, raw: dict[str, str]) -> None:
         """Drop an ask from ``due`` once nothing is left to do for it; if this step is lost, the
         sweeper's next visit finds the ask settled and drops it then."""
@@ -426,15 +438,35 @@ class RedisStore(Store):
         if record.follow_ups is not None:
             await self._r.zrem(self.keys.timers, record.id)
 
+    async def _tell(self, ask_ids: Sequence[str]) -> list[bool]:
+        """Put ended asks on the ended-asks stream (one round trip), then mark them told (one
+        more); a crash between repeats the XADD at a sweep (a duplicate entry is dropped at
+        delivery). Whether each is settled."""
+        if not ask_ids:
+            return []
+        min_id = f"{int((time.time() - self.retention) * 1000)}-0"
+        async with self._r.pipeline(transaction=False) as pipe:
+            for ask_id in ask_ids:
+                pipe.xadd(self.keys.ended, {"ask": ask_id}, minid=min_id, approximate=True)
+            pipe.expire(self.keys.ended, int(self.retention) + 86400)
+            await pipe.execute()
+        replies = await self._run_many("told", ask_ids, ())
+        return [reply[0] != "ok" or reply[1] == "1" for reply in replies]
+
     async def _ended(self, ask_id: str, raw: dict[str, str]) -> None:
-        """An ask just left ``pending`` without an answer (closed or expired): feed it if it was
-        deferred; drop it from ``due`` if nothing is left to do (its final state is shown), and
-        from ``timers``."""
+        """An ask just left ``pending`` (by this process's step): tell the ended-asks stream,
+        feed it if the answers feed gets it, drop it from ``due`` if nothing is left to do (its
+        final state is shown), and from ``timers``."""
         await self._untime(codec.record(raw))
+        if raw.get(Fields.TOLD) == "0":
+            (settled,) = await self._tell([ask_id])
+            raw = {**raw, Fields.TOLD: "1"}
+        else:
+            settled = _settled(raw)
         if raw.get(Fields.HANDOFF) == "feed":
             await self._to_feed(ask_id)
-        else:
-            await self._unindex_if_settled(ask_id, raw)
+        elif settled:
+            await self._r.zrem(self.keys.due, ask_id)
 
     # -- the contract -------------------------------------------------------------------------
 
@@ -559,13 +591,8 @@ class RedisStore(Store):
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
         raw = codec.pairs(reply[1])
         record = codec.record(raw)
-        if reply[0] == "accepted":
-            await self._untime(record)
         if reply[0] in ("accepted", "expired"):  # this submission ended it
             await self._unpend(record)
-        if reply[0] == "accepted" and raw.get(Fields.HANDOFF) == "feed":
-            await self._to_feed(ask_id)
-        elif reply[0] == "expired":
             await self._ended(ask_id, raw)
         return SubmitResult(_OUTCOMES[reply[0]], record)
 
@@ -783,6 +810,13 @@ class RedisStore(Store):
         unindex: list[str] = []
         ended: list[str] = []  # members to drop from the pending index on Cluster
         untime: list[str] = []  # expired: no reminder or escalation is due any more
+        # expired here, or its ender died before telling (verdict 'tell'): told in one go
+        tell = [
+            ask_id
+            for ask_id, reply in zip(ids, replies, strict=True)
+            if reply[0] not in ("later", "missing", "done") and reply[4] == "0"
+        ]
+        told = dict(zip(tell, await self._tell(tell), strict=True))
         for ask_id, reply in zip(ids, replies, strict=True):
             verdict = reply[0]
             if verdict == "later":
@@ -800,7 +834,7 @@ class RedisStore(Store):
                 shown.append(Ended(ask_id, platform, verdict == "expired"))
             if verdict == "expired":
                 untime.append(ask_id)
-            settled = reply[3] == "1"
+            settled = told[ask_id] if ask_id in told else reply[3] == "1"
             if reply[2] == "feed":
                 settled = await self._to_feed(ask_id)
             elif settled:
@@ -905,6 +939,28 @@ class RedisStore(Store):
             await self._index({claim.ask_id: time.time()})
         return record
 
+    @_guarded("observe")
+    async def observe(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
+        """Like :meth:`wait`, woken by the same subscription, but reads the record instead of
+        taking the outcome, and holds no lease."""
+        await self._init()
+        self._wakeups.start()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self._wakeups.subscribed()
+                    await self._wakeups.woken(ask_id, observe=True)
+            except TimeoutError:
+                return None
+            raw = await self._r.hgetall(self.keys.rec(ask_id))
+            if not raw:
+                await self._check_epoch()  # gone before its retention: was the data lost?
+                return None
+            record = codec.record(raw)
+            if record.status is not AskStatus.PENDING:
+                return record
+
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
         """Wait for the ask to leave ``pending``; take the answer if it is this waiter's.
 
@@ -943,62 +999,85 @@ class RedisStore(Store):
 
     # -- the feed -----------------------------------------------------------------------------
 
-    async def _ensure_group(self) -> None:
+    async def _ensure_group(self, stream: str, group: str) -> None:
         try:
-            await self._r.xgroup_create(self.keys.feed, self.group, id="0", mkstream=True)
+            await self._r.xgroup_create(stream, group, id="0", mkstream=True)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
-        await self._r.expire(self.keys.feed, int(self.retention) + 86400, nx=True)
+        await self._r.expire(stream, int(self.retention) + 86400, nx=True)
 
-    async def _deliveries(self, entries: Sequence[Any]) -> list[Delivery]:
+    async def _deliveries(
+        self, stream: str, group: str, marker: str, entries: Sequence[Any]
+    ) -> list[Delivery]:
         out: list[Delivery] = []
         for entry_id, fields in entries:
             ask_id = (fields or {}).get("ask")
-            reply = await self._run("deliver", ask_id, entry_id) if ask_id else ["gone"]
+            reply = await self._run("deliver", ask_id, entry_id, marker) if ask_id else ["gone"]
             if reply[0] == "deliver":
                 out.append(Delivery(entry_id, codec.record(codec.pairs(reply[1]))))
             else:  # trimmed, past retention, or a duplicate entry of an ask already delivered
-                await self._r.xack(self.keys.feed, self.group, entry_id)
+                await self._r.xack(stream, group, entry_id)
         return out
 
-    async def feed(self, consumer: str) -> AsyncIterator[Delivery]:
+    async def _read(
+        self, stream: str, group: str, marker: str, consumer: str, idle: float
+    ) -> AsyncIterator[Delivery]:
         """Deliveries for ``consumer``: first its own unacknowledged ones (after a restart), then
         entries idle too long at other consumers (they died), then new ones."""
         with _reaching("feed"):
             await self._init()
-            await self._ensure_group()
-            stream = self.keys.feed
-            pending = await self._r.xreadgroup(
-                self.group, consumer, {stream: "0"}, count=PIPELINE_CHUNK
-            )
+            await self._ensure_group(stream, group)
+            pending = await self._r.xreadgroup(group, consumer, {stream: "0"}, count=PIPELINE_CHUNK)
             for _, entries in pending:
-                for delivery in await self._deliveries(entries):
+                for delivery in await self._deliveries(stream, group, marker, entries):
                     yield delivery
-            idle_ms = int(self.claim_idle * 1000)
+            idle_ms = int(idle * 1000)
             while True:
                 try:
                     claimed = await self._r.xautoclaim(
-                        stream, self.group, consumer, idle_ms, "0-0", count=100
+                        stream, group, consumer, idle_ms, "0-0", count=100
                     )
-                    for delivery in await self._deliveries(claimed[1]):
+                    for delivery in await self._deliveries(stream, group, marker, claimed[1]):
                         yield delivery
                     fresh = await self._r.xreadgroup(
-                        self.group, consumer, {stream: ">"}, count=100, block=1000
+                        group, consumer, {stream: ">"}, count=100, block=1000
                     )
                 except ResponseError as exc:
                     if "NOGROUP" not in str(exc):
                         raise
-                    await self._ensure_group()
+                    await self._ensure_group(stream, group)
                     continue
                 for _, entries in fresh or []:
-                    for delivery in await self._deliveries(entries):
+                    for delivery in await self._deliveries(stream, group, marker, entries):
                         yield delivery
+
+    def feed(self, consumer: str) -> AsyncIterator[Delivery]:
+        return self._read(self.keys.feed, self.group, Fields.FED, consumer, self.claim_idle)
 
     @_guarded("ack")
     async def ack(self, delivery: Delivery) -> None:
         await self._init()
         await self._r.xack(self.keys.feed, self.group, delivery.delivery_id)
+
+    def ended(self, consumer: str) -> AsyncIterator[Delivery]:
+        return self._read(self.keys.ended, ENDED_GROUP, Fields.TOLD_BY, consumer, self.ended_idle)
+
+    @_guarded("ack_ended")
+    async def ack_ended(self, delivery: Delivery) -> None:
+        await self._init()
+        await self._r.xack(self.keys.ended, ENDED_GROUP, delivery.delivery_id)
+
+    @_guarded("keep_ended")
+    async def keep_ended(self, consumer: str, deliveries: Sequence[Delivery]) -> None:
+        """XCLAIM to ``consumer`` with JUSTID: their idle time starts again, nothing else."""
+        if not deliveries:
+            return
+        await self._init()
+        ids = [d.delivery_id for d in deliveries]
+        for start in range(0, len(ids), PIPELINE_CHUNK):
+            chunk = ids[start : start + PIPELINE_CHUNK]
+            await self._r.xclaim(self.keys.ended, ENDED_GROUP, consumer, 0, chunk, justid=True)
 
     async def aclose(self) -> None:
         """Stop the background tasks, then close every connection."""
@@ -1018,6 +1097,8 @@ def _settled(raw: dict[str, str]) -> bool:
     if raw.get(Fields.STATUS, "pending") == "pending":
         return False
     if raw.get(Fields.HANDOFF) not in ("none", "sent", "confirmed"):
+        return False
+    if raw.get(Fields.TOLD) == "0":
         return False
     return (
         not raw.get(Fields.MESSAGE)

@@ -52,6 +52,7 @@ class Wakeups:
         *,
         channel: str,
         watch: Watch,
+        observe: Watch,
     ) -> None:
         self._r = client
         self._sub = subscriber
@@ -59,11 +60,14 @@ class Wakeups:
         self.channel = channel
         """This store's own wake-up channel."""
         self._watch = watch
+        self._observe = observe
         self._lease_ms = int(lease_ttl * 1000)
         self._refresh_every = lease_ttl / 3
         self._waiters: dict[str, list[asyncio.Future[str | None]]] = {}
         """The futures of the calls waiting for each ask (a list: nearly always one, and a
         process may hold 100,000 of them)."""
+        self._observers: dict[str, list[asyncio.Future[str | None]]] = {}
+        """Calls that watch an ask without taking its outcome: woken alike, but hold no lease."""
         self._checks: set[str] = set()
         self._held: set[str] = set()
         self._check_wanted = asyncio.Event()
@@ -108,22 +112,24 @@ class Wakeups:
         """Return once the subscription is live."""
         await self._subscribed.wait()
 
-    async def woken(self, ask_id: str) -> str | None:
+    async def woken(self, ask_id: str, *, observe: bool = False) -> str | None:
         """Return once the ask has (probably) left ``pending``: a wake-up arrived for it -- then
         with the record it carries (``HGETALL`` as a JSON array) -- or a re-read found it not
-        pending (``None``: the caller reads the outcome itself)."""
+        pending (``None``: the caller reads the outcome itself). ``observe``: the caller takes
+        nothing, so its ask's lease is neither set nor kept alive."""
         fut: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(ask_id, []).append(fut)
+        futures = self._observers if observe else self._waiters
+        futures.setdefault(ask_id, []).append(fut)
         self._checks.add(ask_id)
         self._check_wanted.set()
         try:
             return await fut
         finally:
-            group = self._waiters.get(ask_id)
+            group = futures.get(ask_id)
             if group is not None:
                 group.remove(fut)
                 if not group:
-                    del self._waiters[ask_id]
+                    del futures[ask_id]
 
     async def aclose(self) -> None:
         tasks = [*([self._listener] if self._listener else []), *self._tasks, *self._retired]
@@ -132,9 +138,10 @@ class Wakeups:
         self._listener, self._tasks = None, []
 
     def _wake(self, ask_id: str, record: str | None = None) -> None:
-        for fut in self._waiters.get(ask_id, ()):
-            if not fut.done():
-                fut.set_result(record)
+        for group in (self._waiters, self._observers):
+            for fut in group.get(ask_id, ()):
+                if not fut.done():
+                    fut.set_result(record)
 
     async def _listen(self) -> None:
         backoff = 0.02
@@ -149,6 +156,7 @@ class Wakeups:
                         self.resubscriptions += 1
                         backoff = 0.02
                         self._checks.update(self._waiters)
+                        self._checks.update(self._observers)
                         self._check_wanted.set()
                         self._subscribed.set()
                     elif kind == "message":
@@ -168,17 +176,20 @@ class Wakeups:
         while True:
             await self._check_wanted.wait()
             self._check_wanted.clear()
-            batch = [a for a in self._checks if a in self._waiters]
+            # an ask both waited for and observed here is watched as a waiter's (lease and all)
+            waited = [a for a in self._checks if a in self._waiters]
+            observed = [a for a in self._checks if a in self._observers and a not in self._waiters]
             self._checks.clear()
             try:
-                for start in range(0, len(batch), PIPELINE_CHUNK):
-                    chunk = batch[start : start + PIPELINE_CHUNK]
-                    statuses = await self._watch(chunk)
-                    for ask_id, status in zip(chunk, statuses, strict=True):
-                        if status != "pending":
-                            self._wake(ask_id)
+                for watch, batch in ((self._watch, waited), (self._observe, observed)):
+                    for start in range(0, len(batch), PIPELINE_CHUNK):
+                        chunk = batch[start : start + PIPELINE_CHUNK]
+                        statuses = await watch(chunk)
+                        for ask_id, status in zip(chunk, statuses, strict=True):
+                            if status != "pending":
+                                self._wake(ask_id)
             except (RedisError, OSError):
-                self._checks.update(batch)
+                self._checks.update(waited, observed)
                 await asyncio.sleep(0.05)
                 self._check_wanted.set()
 
