@@ -11,6 +11,7 @@ the model who answered: ``tell_model_who``).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from bridge.record import AskRecord, AskStatus
 from bridge.result import answers_result
@@ -32,3 +33,20 @@ def render_delivery(record: AskRecord | Delivery) -> str:
         {"questions": rec.questions.wire(), "status": rec.status.value, "error": reason},
         ensure_ascii=False,
     )
+
+
+def outcome_payload(record: AskRecord) -> dict[str, Any]:
+    """How an ask ended, as JSON-ready data for a pipeline (``ask-bridge feed``, webhooks):
+    ``ask_id``, ``status``, ``result`` (the tool-result JSON: the answers the waiting call would
+    have returned, or why none will come: :func:`render_delivery`), ``answered_by`` (user id and
+    name, or ``null``), ``answered_at``/``closed_at`` and the ask's ``context``."""
+    by = record.answered_by
+    return {
+        "ask_id": record.id,
+        "status": record.status.value,
+        "result": json.loads(render_delivery(record)),
+        "answered_by": None if by is None else {"user_id": by.user_id, "name": by.name},
+        "answered_at": record.answered_at,
+        "closed_at": record.closed_at,
+        "context": record.context,
+    }

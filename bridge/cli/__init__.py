@@ -24,19 +24,21 @@ COMMAND_MODULES = (
     "bridge.cli.demo",
     "bridge.cli.asks",
     "bridge.cli.ask",
+    "bridge.cli.wait",
+    "bridge.cli.feed",
     "bridge.cli.serve",
     "bridge.cli.mcp",
     "bridge.cli.doctor",
 )
 CHATTY = ("serve", "mcp")
-NEEDS_ENGINE = ("serve", "mcp", "ask", "list", "show", "cancel")
+NEEDS_ENGINE = ("serve", "mcp", "ask", "wait", "feed", "list", "show", "cancel")
 """Commands that read the engine settings: read first, so a bad one stops them before anything
 else is tried (``doctor`` reports them in its table instead)."""
 """Commands that run for long and log at INFO by default; the others log warnings only."""
 EPILOG = (
     "Exit status 1, in every command: a configuration or infrastructure failure (bad setting, "
     "token refused, Redis or the platform unreachable, port busy, missing extra), told in one "
-    "line on stderr. `ask` also uses 2, 3 and 4 (see `ask-bridge ask --help`)."
+    "line on stderr. `ask` and `wait` also use 3 and 4, `ask` 2 (see `ask-bridge ask --help`)."
 )
 
 
