@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bridge import metrics
 from bridge.deferred import AskUserDeferred
@@ -53,6 +53,7 @@ from bridge.record import (
 from bridge.rendering import show_final
 from bridge.result import AskUserAnswered, ToolOutcome
 from bridge.store.base import Store
+from bridge.webhooks import MAX_NOTIFY, check_url
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,16 @@ class AskPolicy(BaseModel):
     remind_times: int = Field(default=3, ge=1, le=100)
     escalate_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     escalate_to: Destination | str | None = None
+    notify: tuple[str, ...] = ()
+    """Webhook URLs (http or https) told of this ask's outcome when it ends, besides
+    ``ASK_BRIDGE_WEBHOOK_URL``; delivered by ``serve`` (:mod:`bridge.webhooks`)."""
+
+    @field_validator("notify")
+    @classmethod
+    def _notify(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
+        if len(urls) > MAX_NOTIFY:
+            raise ValueError(f"at most {MAX_NOTIFY} webhook URLs per ask, not {len(urls)}")
+        return tuple(check_url(url) for url in urls)
 
     @model_validator(mode="after")
     def _escalation(self) -> AskPolicy:
@@ -264,6 +275,7 @@ class ChatHandler:
             required=policy.required,
             tell_model_who=policy.tell_model_who,
             follow_ups=policy.follow_ups(self.destination.platform),
+            notify=policy.notify,
             created_at=now,
             expires_at=now + policy.expires,
             deferred=policy.mode == "defer",

@@ -142,6 +142,9 @@ class AskRecord(BaseModel):
     message: MessageRef | None = None
     """The first message the ask was posted as (see :attr:`messages` for all of them)."""
     follow_ups: FollowUps | None = None
+    notify: tuple[str, ...] = ()
+    """Webhook URLs told of the outcome when the ask ends, besides ``ASK_BRIDGE_WEBHOOK_URL``
+    (:mod:`bridge.webhooks`)."""
     reminded: int = 0
     """Reminders posted so far (``follow_ups.remind_after``)."""
     escalations: tuple[MessageRef, ...] = ()

@@ -41,7 +41,7 @@ from bridge.platform import (
     check_standalone,
 )
 from bridge.record import MAX_EXPIRES, MAX_REQUIRED
-from bridge.settings import EngineSettings, open_store
+from bridge.settings import EngineSettings, WebhookSettings, open_store
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
 
@@ -66,6 +66,7 @@ def chat_policy(
     required: int = 1,
     tell_model_who: bool = False,
     follow_ups: Mapping[str, Any] | None = None,
+    notify: Sequence[str] = (),
 ) -> AskPolicy:
     """The :class:`AskPolicy` for a process's chat handler (``None``: the policy's defaults).
     ``follow_ups``: its reminder and escalation fields (``remind_after``, ``remind_times``,
@@ -104,6 +105,7 @@ def chat_policy(
         answerers=tuple(answerers),
         required=required,
         tell_model_who=tell_model_who,
+        notify=tuple(notify),
         **(follow_ups or {}),
     )
 
@@ -161,6 +163,7 @@ async def serving(
     port: int = 3000,
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
     watch: str | Literal[False] | None = False,
+    webhooks: WebhookSettings | None = None,
 ) -> AsyncIterator[Serving]:
     """Receive the clicks of every one of ``platforms`` and sweep ``store`` (re-rendering through
     one poster per platform), until the context ends; it is entered once every receiver is ready.
@@ -174,6 +177,8 @@ async def serving(
     sweeper stops. Raises ``PlatformUnavailable`` if a platform is not configured, refuses its
     credentials or a receiver stops before it was ready,
     :class:`~bridge.http_server.CannotListen` if the address cannot be bound.
+    ``webhooks`` (when enabled): the outcome of every ask that ends is sent to its webhooks
+    meanwhile (:class:`~bridge.webhooks.WebhookWorker`).
     """
     for platform in platforms:
         await check_credentials(platform)
@@ -183,6 +188,14 @@ async def serving(
     health = None if watch is False else Health(store, watch, receivers)
     server = HttpServer(routes, host, port, health=health) if routes or health else None
     sweeping = asyncio.create_task(sweeper.run())
+    notifying = None
+    if webhooks is not None and webhooks.enabled:
+        from bridge.webhooks import WebhookWorker, shown_url
+
+        worker = WebhookWorker(store, webhooks.secret, url=webhooks.url)
+        notifying = asyncio.create_task(worker.run(), name="ask-bridge webhooks")
+        where = shown_url(webhooks.url) if webhooks.url else "each ask's notify URLs only"
+        log.info("webhooks: sending the outcome of every ended ask to %s", where)
     watching = asyncio.create_task(health.watch()) if health is not None else None
     running: dict[asyncio.Task[None], str] = {}
     try:
@@ -212,6 +225,10 @@ async def serving(
         failure = await stop(sweeping)
         if failure is not None:
             log.warning("the sweeper failed", exc_info=failure)
+        if notifying is not None:
+            failure = await stop(notifying)
+            if failure is not None:
+                log.warning("the webhook worker failed", exc_info=failure)
 
 
 async def _until_ready(
@@ -255,6 +272,7 @@ class Runtime:
         required: int = 1,
         tell_model_who: bool = False,
         follow_ups: Mapping[str, Any] | None = None,
+        notify: Sequence[str] = (),
     ) -> AskPolicy:
         """:func:`chat_policy` for this process."""
         return chat_policy(
@@ -266,6 +284,7 @@ class Runtime:
             required=required,
             tell_model_who=tell_model_who,
             follow_ups=follow_ups,
+            notify=notify,
         )
 
     async def reachable(self) -> None:

@@ -16,7 +16,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bridge.store.base import DEFAULT_LEASE_TTL, DEFAULT_RETENTION, Store
@@ -126,6 +126,47 @@ class ChatRouteSettings(BaseSettings):
     platform: str = Field(default="", validation_alias="ASK_BRIDGE_PLATFORM")
     channel: str = Field(default="", validation_alias="ASK_BRIDGE_CHANNEL")
     mcp_token: str = Field(default="", validation_alias="ASK_BRIDGE_MCP_TOKEN", repr=False)
+
+
+class WebhookSettings(BaseSettings):
+    """``ASK_BRIDGE_WEBHOOK_URL``: where ``serve`` POSTs the outcome of every ask that ends;
+    ``ASK_BRIDGE_WEBHOOK_SECRET``: the key signing each request (required with the URL; set alone,
+    only the asks' own ``notify`` URLs are sent). See :mod:`bridge.webhooks`."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    url: str | None = Field(default=None, validation_alias="ASK_BRIDGE_WEBHOOK_URL")
+    secret: str = Field(default="", validation_alias="ASK_BRIDGE_WEBHOOK_SECRET", repr=False)
+
+    def __init__(self, **values: Any) -> None:
+        """Read the settings; :class:`SettingsError` (one line) instead of pydantic's report."""
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(one_line(exc)) from None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        from bridge.webhooks import check_url
+
+        if value is None or not value.strip():
+            return None
+        return check_url(value)
+
+    @model_validator(mode="after")
+    def _signed(self) -> WebhookSettings:
+        if self.url and not self.secret:
+            raise ValueError(
+                "ASK_BRIDGE_WEBHOOK_URL is set but ASK_BRIDGE_WEBHOOK_SECRET is not: webhooks are "
+                "always signed; set a long random secret and share it with the receiver"
+            )
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        """Whether ``serve`` runs the webhook worker."""
+        return bool(self.secret)
 
 
 def open_store(settings: EngineSettings | None = None) -> Store:

@@ -94,6 +94,15 @@ def register(sub: Any) -> None:
         "the answers feed (needs REDIS_URL and a running `serve`)",
     )
     p.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="also POST the outcome to this webhook URL when the ask ends (signed like "
+        "ASK_BRIDGE_WEBHOOK_URL's; sent by `serve`, which needs ASK_BRIDGE_WEBHOOK_SECRET); "
+        "repeat for several",
+    )
+    p.add_argument(
         "--remind-after",
         type=float,
         metavar="S",
@@ -180,6 +189,7 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
             required=args.required,
             tell_model_who=args.answered_by,
             follow_ups=_follow_ups(args),
+            notify=args.notify,
         )
         escalation = policy.follow_ups(platform.name)
     except ValueError as exc:

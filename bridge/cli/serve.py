@@ -16,9 +16,12 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.platform import Platform, configured_platforms
+
+if TYPE_CHECKING:
+    from bridge.settings import WebhookSettings
 
 log = logging.getLogger(__name__)
 NO_SHARED_STORE = (
@@ -59,13 +62,27 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep_interval <= 0:
         print("ask-bridge serve: --sweep-interval must be more than zero", file=sys.stderr)
         return 1
+    from bridge.settings import WebhookSettings
+
+    webhooks = WebhookSettings()  # a bad one: one line now, before anything starts
     platforms = configured_platforms(args.platform or ())
-    asyncio.run(serve(platforms, host=args.host, port=args.port, sweep=args.sweep_interval))
+    asyncio.run(
+        serve(
+            platforms, host=args.host, port=args.port, sweep=args.sweep_interval, webhooks=webhooks
+        )
+    )
     return 0
 
 
-async def serve(platforms: Sequence[Platform], *, host: str, port: int, sweep: float) -> None:
-    """Serve ``platforms`` until SIGINT or SIGTERM."""
+async def serve(
+    platforms: Sequence[Platform],
+    *,
+    host: str,
+    port: int,
+    sweep: float,
+    webhooks: WebhookSettings | None = None,
+) -> None:
+    """Serve ``platforms`` until SIGINT or SIGTERM (and send outcome webhooks if configured)."""
     from bridge.runtime import Runtime, serving, stop_on_signals
 
     runtime = Runtime()
@@ -80,6 +97,7 @@ async def serve(platforms: Sequence[Platform], *, host: str, port: int, sweep: f
                 port=port,
                 sweep_interval=sweep,
                 watch=runtime.settings.redis_url,
+                webhooks=webhooks,
             ) as receiving:
                 # where each receives was logged (routes' URLs, connections) before this
                 names = ", ".join(p.name for p in platforms)

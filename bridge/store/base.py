@@ -60,7 +60,7 @@ NOISE_DROPPED = "noise_dropped"
 CREATION_FIELDS = frozenset(
     {
         *("id", "questions", "destination", "context", "answerers", "required"),
-        "follow_ups",
+        *("follow_ups", "notify"),
         *("created_at", "expires_at", "deferred", "tell_model_who"),
     }
 )
