@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings
 from bridge.cli import build_parser
 from bridge.http_server import HEALTH_PATH, METRICS_PATH, READY_PATH
 from bridge.logs import LogSettings
-from bridge.settings import ChatRouteSettings, EngineSettings
+from bridge.settings import ChatRouteSettings, EngineSettings, WebhookSettings
 from platforms.discord.settings import DiscordSettings
 from platforms.slack.settings import SlackSettings
 
@@ -37,7 +37,11 @@ def variables(cls: type[BaseSettings]) -> set[str]:
 
 SETTINGS = set().union(
     *map(
-        variables, [EngineSettings, ChatRouteSettings, LogSettings, SlackSettings, DiscordSettings]
+        variables,
+        [
+            *(EngineSettings, ChatRouteSettings, WebhookSettings, LogSettings),
+            *(SlackSettings, DiscordSettings),
+        ],
     )
 )
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from engine_fixtures import new_record, url_for
+from loopback_receiver import Receiver
 from procs import cli_env
-from webhook_receiver import Receiver
 
 from bridge.asking import AskPolicy
 from bridge.models import Answer

@@ -168,7 +168,7 @@ class HistoryEvent(BaseModel):
     (``{"to": <destination>, "message": <message>}``; both with ``"gave_up": true`` instead when
     every try failed) (and :data:`NOISE_DROPPED` in
     :meth:`Store.history`); callers add their own through :meth:`Store.record_event` (the chat
-    handler post_failed, the Slack app opened)."""
+    handler post_failed, the Slack app opened, the webhook worker webhook)."""
     user_id: str | None = None
     detail: dict[str, Any] = Field(default_factory=dict)
 

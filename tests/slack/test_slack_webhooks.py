@@ -12,11 +12,11 @@ import uuid
 
 import aiohttp
 from fake_slack import BOT_TOKEN, FakeSlack
+from loopback_receiver import Receiver
 from payloads import SIGNING_SECRET, block_actions, form_body, signed
 from procs import Serve, cli_env
 from redis_server import RedisServer
 from samples import q
-from webhook_receiver import Receiver
 
 from bridge.models import QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination
