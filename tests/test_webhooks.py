@@ -19,9 +19,11 @@ from engine_fixtures import new_record, url_for
 from loopback_receiver import Receiver
 from procs import cli_env
 
-from bridge.asking import AskPolicy
+from bridge.asking import AskPolicy, ChatHandler
+from bridge.deferred import AskUserDeferred
+from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
-from bridge.record import AskRecord, AskStatus, Responder
+from bridge.record import AskRecord, AskStatus, Destination, Responder
 from bridge.settings import SettingsError, WebhookSettings
 from bridge.store.base import Store
 from bridge.store.memory import MemoryStore
@@ -255,3 +257,27 @@ async def test_serve_with_a_bad_webhook_url_fails_in_one_line() -> None:
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 1 and out == b""
     assert err.count(b"\n") == 1 and b"ASK_BRIDGE_WEBHOOK_URL" in err, err
+
+
+async def test_an_asks_own_notify_url_from_the_policy(
+    stores: Callable[[], Store], receiver: Receiver
+) -> None:
+    """``AskPolicy.notify`` goes with the ask (a creation field), so a worker without any URL of
+    its own still tells that receiver."""
+    store = stores()
+    destination = Destination(platform="memory", channel="C42")
+    policy = AskPolicy(mode="defer", notify=(receiver.url("own"),))
+    deferred = await ChatHandler(MemoryPoster(), store, destination, policy)(
+        list(new_record().questions.questions), {"run": 7}
+    )
+    assert isinstance(deferred, AskUserDeferred) and deferred.extra is not None
+    ask_id = str(deferred.extra["ask_id"])
+    assert (await store.get(ask_id)).notify == (receiver.url("own"),)  # type: ignore[union-attr]
+    task = await running(worker(store))
+    try:
+        await store.close(ask_id, AskStatus.CANCELLED)
+        await receiver.until(lambda: len(receiver.hits) == 1)
+    finally:
+        await stopped(task)
+    (hit,) = receiver.on("own")
+    assert json.loads(hit.body)["context"]["run"] == 7
