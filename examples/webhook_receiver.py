@@ -52,6 +52,7 @@ class Handler(BaseHTTPRequestHandler):
 
 async def demo(url: str) -> None:
     """End one ask with the worker sending to ``url``; return once it was delivered."""
+    from bridge.aio import stop
     from bridge.models import Answer, Option, Question, QuestionSet
     from bridge.record import AskRecord, Destination, Responder
     from bridge.store.memory import MemoryStore
@@ -78,8 +79,7 @@ async def demo(url: str) -> None:
     )
     worker = asyncio.create_task(WebhookWorker(store, SECRET, url=url).run())
     await asyncio.to_thread(delivered.wait, 30)
-    worker.cancel()
-    await asyncio.gather(worker, return_exceptions=True)
+    await stop(worker)  # cancelled until it ended (bridge.aio: one cancel is not always enough)
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from engine_fixtures import new_record, url_for
 from loopback_receiver import Receiver
 from procs import cli_env
 
+from bridge.aio import stop
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.deferred import AskUserDeferred
 from bridge.memory_poster import MemoryPoster
@@ -73,9 +74,9 @@ async def running(worker: WebhookWorker) -> asyncio.Task[None]:
 
 
 async def stopped(*tasks: asyncio.Task[None]) -> None:
+    """As ``serve`` stops the worker: cancelled until it ended (one cancel can be swallowed)."""
     for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+        await stop(task)
 
 
 def worker(store: Store, url: str | None = None, **options: Any) -> WebhookWorker:
