@@ -2,8 +2,8 @@
 --
 -- KEYS: 1 rec (hash), 2 log (list), 3 lease (string), 4 noise (list), 5 wake (set of the
 --       wake-up channels of the processes waiting for it) -- one hash slot; except on Cluster
---       (another slot: the caller writes them itself), 6 the pending index and 7 the due index
---       (see below).
+--       (another slot: the caller writes them itself), 6 the pending index, 7 the ended-asks
+--       stream and 8 the due index (see below).
 -- ARGV: 1 op, 2 now (seconds, JSON number text), 3 shared events channel (only for a waiter
 --       from before per-process channels), 4 ask id,
 --       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
@@ -19,6 +19,7 @@ local rec, log, lease, noise, wakers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[
 local op, now, channel, ask_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local retention_ms, noise_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
 local pending_index = KEYS[6] -- nil on Cluster
+local ended_stream = KEYS[7] -- nil on Cluster
 local RENDER_TRIES = 5 -- bridge.store.base.RENDER_TRIES
 local NOISE = {refused = true, late = true, opened = true, resubmitted = true} -- base.NOISE_KINDS
 
@@ -115,12 +116,21 @@ local function finish(status)
       handoff, deferred = 'feed', '1'
     end
   end
-  -- 'told' '0': the ended-asks stream is in another slot, so the caller adds the ask there, then
-  -- runs 'told' (a sweep does it should the caller die first)
+  -- On the ended-asks stream in this very step where the server allows it; on Cluster (another
+  -- slot) 'told' '0': the caller adds it there, then runs 'told' (a sweep, should it die first).
+  -- Trimmed by age (retention) on the server's clock, as the caller trims the feed.
+  local told = '0'
+  if ended_stream then
+    local clock = redis.call('TIME')
+    local minid = string.format('%d', tonumber(clock[1]) * 1000 - retention_ms)
+    redis.call('XADD', ended_stream, 'MINID', '~', minid, '*', 'ask', ask_id)
+    redis.call('PEXPIRE', ended_stream, retention_ms + 86400000)
+    told = '1'
+  end
   if deferred == '1' then
-    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'deferred', '1', 'told', '0')
+    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'deferred', '1', 'told', told)
   else
-    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'told', '0')
+    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'told', told)
   end
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
@@ -437,19 +447,19 @@ local function step_done(step, message, detail)
   redis.call('HDEL', rec, 'timer_step', 'timer_at', 'timer_by', 'timer_tries')
 end
 
--- A 7th key is the due index (never on Cluster, where it lives in another slot and the caller
+-- An 8th key is the due index (never on Cluster, where it lives in another slot and the caller
 -- writes it itself, before the script): then the last three ARGV are the ask's score there, how
 -- to set it ('nx', 'xx' or '') and the index's TTL in seconds -- written first, as the caller
 -- would have, so an ask is never pending yet unswept.
-if #KEYS == 7 then
+if #KEYS == 8 then
   local score, mode, ttl = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
   if mode == '' then
-    redis.call('ZADD', KEYS[7], score, ask_id)
+    redis.call('ZADD', KEYS[8], score, ask_id)
   else
-    redis.call('ZADD', KEYS[7], mode, score, ask_id)
+    redis.call('ZADD', KEYS[8], mode, score, ask_id)
   end
   if mode ~= 'xx' then
-    redis.call('EXPIRE', KEYS[7], ttl)
+    redis.call('EXPIRE', KEYS[8], ttl)
   end
 end
 

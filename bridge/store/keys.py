@@ -56,9 +56,10 @@ keys):
 ``<prefix>:ended``   stream: every ask that left ``pending`` (answered, expired, cancelled), one
                      entry ``{"ask": <id>}`` each, read through the consumer group ``notify`` by the
                      outcome notifications (webhooks); trimmed by age (retention). TTL refreshed.
-                     Written right after the script that ended the ask (another slot); the
-                     record's ``told`` keeps the ask in ``due`` until it is, so a sweep writes it
-                     should that process die in between.
+                     Written by the script that ends the ask (one atomic step), except on
+                     Cluster (another slot): there right after it, and the record's ``told``
+                     keeps the ask in ``due`` until it is, so a sweep writes it should that
+                     process die in between.
 ``<prefix>:epoch``   string: a random value set once (SET NX) by the first process to use the
                      deployment. Each process remembers it and compares on every sweep (and when
                      a wait finds its ask missing): gone or changed means Redis lost its data
@@ -105,9 +106,10 @@ timer-retry interval, after which a claim never marked done (its process died, o
 failed) is claimed again -- up to ``TIMER_TRIES`` claims, then the step is given up. So each step
 is posted once, or twice only if a process dies between posting and ``timer_done``.
 
-Telling the ended-asks stream: the script that ends an ask sets ``told`` to ``"0"``; the process
-then XADDs to ``ended`` and runs ``told`` (-> ``"1"``). An ask is not settled while ``told`` is
-``"0"``, so the sweeper's ``settle`` answers ``tell`` for one whose ender died in between.
+Telling the ended-asks stream: the script that ends an ask XADDs it to ``ended`` and sets ``told``
+to ``"1"`` -- except on Cluster, where it sets ``"0"``, and the process then XADDs and runs
+``told`` (-> ``"1"``). An ask is not settled while ``told`` is ``"0"``, so the sweeper's
+``settle`` answers ``tell`` for one whose ender died in between.
 
 Showing the final state: ``claim_render`` records ``render_at`` (and counts ``render_tries``) when
 nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.

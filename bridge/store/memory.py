@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,20 +115,28 @@ class _Ask:
 
 class _Stream:
     """One stream read through one consumer group, as Redis does it (XADD, XREADGROUP, XAUTOCLAIM,
-    XACK): the answers feed, and the stream of ended asks. Call with the store's lock held, except
-    :meth:`changed`'s registration, which takes it."""
+    XACK): the answers feed, and the stream of ended asks, each trimmed by age (the retention) as
+    Redis's are. Call with the store's lock held."""
 
-    def __init__(self, name: str, idle: float) -> None:
+    def __init__(self, name: str, idle: float, retention: float) -> None:
         self.name = name
         self.idle = idle
+        self.retention = retention
         self._ids = itertools.count(1)
         self._entries: OrderedDict[str, str] = OrderedDict()  # entry id -> ask id
-        self._fresh: list[str] = []  # entries not yet handed to any consumer
+        self._fresh: deque[str] = deque()  # entries not yet handed to any consumer, oldest first
         self._pending: dict[str, tuple[str, float]] = {}  # entry -> (consumer, handed out at)
         self.listeners: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
     def add(self, ask_id: str) -> None:
-        entry_id = f"{int(time.time() * 1000)}-{next(self._ids)}"
+        now_ms = int(time.time() * 1000)
+        cutoff = now_ms - self.retention * 1000  # XADD MINID: entries older than the retention
+        while self._entries and int(next(iter(self._entries)).split("-")[0]) < cutoff:
+            oldest = next(iter(self._entries))
+            self.drop(oldest)
+            if self._fresh and self._fresh[0] == oldest:
+                self._fresh.popleft()
+        entry_id = f"{now_ms}-{next(self._ids)}"
         self._entries[entry_id] = ask_id
         self._fresh.append(entry_id)
         for loop, event in self.listeners:
@@ -143,7 +151,8 @@ class _Stream:
         stale = [
             e for e, (_, at) in self._pending.items() if now - at >= self.idle and e not in mine
         ]
-        fresh, self._fresh = self._fresh, []
+        fresh = list(self._fresh)
+        self._fresh.clear()
         out: list[Delivery] = []
         for entry_id in [*mine, *stale, *fresh]:
             self._pending[entry_id] = (consumer, now)
@@ -190,8 +199,8 @@ class MemoryStore(Store):
         self._asks: dict[str, _Ask] = {}
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._timers: dict[str, float] = {}  # pending ask with follow-ups -> when to visit it
-        self._feed = _Stream("feed", claim_idle)
-        self._ended = _Stream("ended", ended_idle)
+        self._feed = _Stream("feed", claim_idle, retention)
+        self._ended = _Stream("ended", ended_idle, retention)
 
     # -- internals (call with the lock held) ---------------------------------------------------
 

@@ -321,10 +321,10 @@ class RedisStore(Store):
         ]
 
     def _keys(self, ask_id: str) -> list[str]:
-        """The KEYS of a script call: the ask's, and the pending index where the server lets one
-        script write both (not on Cluster: another slot)."""
+        """The KEYS of a script call: the ask's, and the pending index and the ended-asks stream
+        where the server lets one script write them all (not on Cluster: other slots)."""
         keys = self.keys.ask_keys(ask_id)
-        return keys if self._cluster else [*keys, self.keys.pending]
+        return keys if self._cluster else [*keys, self.keys.pending, self.keys.ended]
 
     async def _run(self, op: str, ask_id: str, *args: Any, now: float | None = None) -> list[Any]:
         argv = self._argv(op, ask_id, args, now)
@@ -389,7 +389,7 @@ class RedisStore(Store):
         nx: bool = False,
     ) -> list[Any]:
         """ZADD to ``due``, then the script: one script call that writes both where the server
-        allows it (the index as the 7th key), two round trips on Cluster (another slot)."""
+        allows it (the index as the 8th key), two round trips on Cluster (another slot)."""
         keys = self._keys(ask_id)
         ttl = _INDEX_TTL + int(self.retention)
         if self._cluster:
