@@ -34,6 +34,12 @@ KINDS = ["memory", "redis", "cluster", "sentinel", *(["env"] if env_redis_url() 
 
 StoreFactory = Callable[..., Awaitable[Store]]
 
+LIVE_LEASE = 1.5
+"""Seconds of lease for a test that needs a live process's lease to stay live: longer than the
+stalls a loaded 2-core machine puts a process through (a 0.3 s lease lapsed there between a create
+and the next round trip, or between two renewals a third of a lease apart). A test that needs it
+to lapse waits for that condition, so the length costs time only there."""
+
 
 @pytest.fixture(scope="session")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from engine_fixtures import StoreFactory, new_record, questions
+from engine_fixtures import LIVE_LEASE, StoreFactory, new_record, questions
 from redis.asyncio import Redis
 from redis_server import RedisServer, redis_server
 
@@ -279,7 +279,7 @@ async def test_answers_returned_by_the_handler_never_reach_the_feed(
 ) -> None:
     """The handler confirms what it returned: its process may die right after, the answer is
     not also fed (without the confirm, the lapsed lease would hand it to the feed)."""
-    waiting = await make_store(lease_ttl=0.2)
+    waiting = await make_store(lease_ttl=LIVE_LEASE)
     poster = MemoryPoster()
     handler = ChatHandler(poster, waiting, Destination(platform="memory", channel="C1"))
     call = asyncio.create_task(handler(list(questions(1).questions), {}))
@@ -287,8 +287,8 @@ async def test_answers_returned_by_the_handler_never_reach_the_feed(
     assert (await waiting.submit(posted.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
     assert (await call).answers == YES  # type: ignore[union-attr]
     await waiting.aclose()  # the process that returned the answers is gone
-    sweeper = await make_store(lease_ttl=0.2)
-    deadline = time.monotonic() + 1.0
+    sweeper = await make_store(lease_ttl=LIVE_LEASE)
+    deadline = time.monotonic() + LIVE_LEASE + 1.0  # past the lease an unconfirmed one lapses at
     while time.monotonic() < deadline:
         await sweeper.sweep()
         await asyncio.sleep(0.05)

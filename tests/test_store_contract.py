@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from engine_fixtures import StoreFactory, new_record, url_for
+from engine_fixtures import LIVE_LEASE, StoreFactory, new_record, url_for
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
@@ -827,34 +827,36 @@ async def _sweep_until_fed(store: Store, ask_id: str, within: float = 10.0) -> b
 
 
 async def test_a_taken_answer_whose_waiter_died_reaches_the_feed(make_store: StoreFactory) -> None:
-    waiting = await make_store(lease_ttl=0.3)
+    waiting = await make_store(lease_ttl=LIVE_LEASE)
     rec = new_record()
     await waiting.create(rec)
     await waiting.submit(rec.id, ALICE, YES)
     taken = await waiting.wait(rec.id, 5)  # handed over ... and the process dies unconfirmed
     assert taken is not None and taken.answers == YES and not taken.deferred
-    await asyncio.sleep(0.5)  # longer than the lease: the waiting process keeps it alive
-    sweeper = await make_store(lease_ttl=0.3)
+    await asyncio.sleep(LIVE_LEASE + 0.5)  # outlive the lease: the waiting process renews it
+    sweeper = await make_store(lease_ttl=LIVE_LEASE)
     await sweeper.sweep()
     assert "handed_to_feed" not in [e.kind for e in await sweeper.history(rec.id)]
     await waiting.aclose()  # died: nobody refreshes the lease any more
-    assert await _sweep_until_fed(sweeper, rec.id)
+    assert await _sweep_until_fed(sweeper, rec.id, within=30.0)
     delivery = await next_delivery(sweeper)
     assert delivery.record.id == rec.id and delivery.record.answers == YES
     assert delivery.record.deferred
 
 
 async def test_a_confirmed_answer_never_reaches_the_feed(make_store: StoreFactory) -> None:
-    waiting = await make_store(lease_ttl=0.2)
+    waiting = await make_store(lease_ttl=LIVE_LEASE)
     rec = new_record()
     await waiting.create(rec)
     await waiting.submit(rec.id, ALICE, YES)
-    assert (await waiting.wait(rec.id, 5)) is not None
+    taken = await waiting.wait(rec.id, 5)
+    assert taken is not None and not taken.deferred  # taken by the waiter, not fed
     await waiting.confirm(rec.id)
     await waiting.confirm(rec.id)  # a retry changes nothing
     await waiting.aclose()
-    sweeper = await make_store(lease_ttl=0.2)
-    assert not await _sweep_until_fed(sweeper, rec.id, within=1.0)
+    sweeper = await make_store(lease_ttl=LIVE_LEASE)
+    # longer than an unconfirmed answer's lease takes to lapse once its process is gone
+    assert not await _sweep_until_fed(sweeper, rec.id, within=LIVE_LEASE + 1.0)
     await sweeper.release(rec.id)  # ... unless the call was cancelled after all: then it is fed
     assert (await next_delivery(sweeper)).record.id == rec.id
 
