@@ -4,11 +4,11 @@ Run: ``.venv/bin/python bench/engine_throughput.py [SECONDS]``. One cycle is wha
 call costs end to end: a ``ChatHandler`` call creates a 4-question ask, posts it (a poster that
 shows nothing), records the message and waits; the answering side (its own store, so its own
 connections, as a click handler in another process would have) submits 4 answers as soon as the
-message is recorded (a person clicks once it is on screen); the wake-up reaches the waiting call,
-which takes the answer, confirms it and returns. Both sides run in this process, so its CPU time
-is the whole client cost of a cycle.
+message is recorded (a person clicks once it is on screen); the wake-up reaches the waiting call
+with the record, which confirms the answer and returns. Both sides run in this process, so its
+CPU time is the whole client cost of a cycle.
 
-Baseline in the same run: create + submit only (no waiting call, no wake-up, no take), the figure
+Baseline in the same run: create + submit only (no waiting call, no wake-up, no confirm), the figure
 an earlier version of this bench reported.
 """
 
@@ -120,7 +120,7 @@ async def run(url: str, seconds: float) -> None:
     b, bwall, bcpu = await create_submit(url, seconds)
     print(f"one process, {IN_FLIGHT} in flight, 4-question asks, {seconds:g} s each")
     print(
-        f"full cycle (ChatHandler call -> submit -> wake-up -> take -> return): "
+        f"full cycle (ChatHandler call -> submit -> wake-up -> return -> confirm): "
         f"{n / cpu:,.0f} per client CPU-second ({n / wall:,.0f}/s wall, {n} cycles, "
         f"CPU {cpu / wall:.0%} of one core; target >= 2,000 per CPU-second)"
     )

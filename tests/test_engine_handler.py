@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import threading
 import time
 
 import pytest
@@ -459,4 +460,40 @@ async def test_a_wake_up_carries_the_record_so_the_waiter_reads_nothing_more(
     finally:
         await raw.aclose()
         await clicks.aclose()
+        await store.aclose()
+
+
+async def test_leases_outlast_renewals_that_land_late(standalone: RedisServer) -> None:
+    """A process saturated for longer than a lease (here: its loop blocked) renews late; the
+    lapsed lease is made anew and the next leases lengthened by that lateness, so an answer
+    another process gives during a second stall as long still goes to the waiting call rather
+    than to the feed."""
+    store = RedisStore.from_url(standalone.url, prefix="latelease", lease_ttl=1.0)
+    record = new_record()
+    answers = [
+        Answer(question=q.question, selected=(q.options[0].label,))
+        for q in record.questions.questions
+    ]
+
+    async def click() -> None:  # another process: its own loop, its own store
+        clicks = RedisStore.from_url(standalone.url, prefix="latelease")
+        try:
+            assert (await clicks.submit(record.id, ALICE, answers)).ok
+        finally:
+            await clicks.aclose()
+
+    try:
+        await store.create(record)
+        await store.listening()
+        waiting = asyncio.create_task(store.wait(record.id, 30))
+        await asyncio.sleep(0.2)
+        time.sleep(2.0)  # saturated: the renewal due meanwhile lands 2 s late  # noqa: ASYNC251
+        await asyncio.sleep(0.5)  # it lands, and the next round lengthens the leases
+        clicker = threading.Timer(1.2, lambda: asyncio.run(click()))
+        clicker.start()
+        time.sleep(1.8)  # saturated again, longer than a lease: the click lands  # noqa: ASYNC251
+        await asyncio.to_thread(clicker.join)
+        done = await waiting
+        assert done is not None and done.answers is not None and not done.deferred
+    finally:
         await store.aclose()

@@ -200,8 +200,9 @@ class Wakeups:
         a lease (the answers went to the feed instead of the waiting calls).
 
         A round that lands late (the process was saturated: answering 100,000 calls at once)
-        lengthens the next leases by that lateness (up to :data:`_MAX_STRETCH` leases), so the
-        leases outlast the renewals' own lag; a process that dies still lets them lapse."""
+        makes anew any lease that lapsed meanwhile and lengthens the next leases by that
+        lateness (up to :data:`_MAX_STRETCH` leases), so the leases outlast the renewals' own
+        lag; a process that dies still lets them lapse."""
         loop = asyncio.get_running_loop()
         late = 0.0
         while True:
@@ -218,5 +219,7 @@ class Wakeups:
     async def _renew(self, ask_ids: list[str], ms: int) -> None:
         async with self._r.pipeline(transaction=False) as pipe:
             for ask_id in ask_ids:
-                pipe.pexpire(self._keys.lease(ask_id), ms)
+                # SET, not PEXPIRE: a lease that lapsed while this process was saturated is
+                # made anew (the call still waits, or still holds the answer it took)
+                pipe.set(self._keys.lease(ask_id), "1", px=ms)
             await pipe.execute()
