@@ -415,8 +415,13 @@ async def test_a_waiting_tool_call_holds_no_copy_of_its_question_set(
         call = asyncio.create_task(tool.ainvoke(arguments))
         ask_id = await poster.posted.get()
         await store.listening()
-        await asyncio.sleep(0.1)  # the call is past set_message and waiting
+        deadline = time.monotonic() + 20  # the call gets past set_message to its wait
+        while time.monotonic() < deadline:
+            if not _live_questions(text):
+                break
+            await asyncio.sleep(0.02)
         assert _live_questions(text) == 0
+        assert not call.done()  # still waiting: nothing answered it yet
         answer = Answer(question=text, selected=("No",))
         assert (await store.submit(ask_id, ALICE, [answer])).outcome is SubmitOutcome.ACCEPTED
         outcome = await call
@@ -444,9 +449,15 @@ async def test_a_wake_up_carries_the_record_so_the_waiter_reads_nothing_more(
         record = new_record()
         await store.create(record)
         await store.listening()
+        registered = await scripts_run() + 1  # the waiter's one re-read (``watch``)
         waiting = asyncio.create_task(store.wait(record.id, 10))
-        await asyncio.sleep(0.2)  # registered and re-read: nothing more runs until the answer
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if await scripts_run() >= registered:
+                break
+            await asyncio.sleep(0.02)
         before = await scripts_run()
+        assert before == registered  # registered and re-read: nothing runs until the answer
         answers = [
             Answer(question=q.question, selected=(q.options[0].label,))
             for q in record.questions.questions
