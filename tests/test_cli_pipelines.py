@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 import pytest
 from engine_fixtures import new_record
 from procs import cli_env
+from redis.asyncio import Redis
 from redis_server import RedisServer, free_port
 
 from bridge.models import Answer
@@ -42,6 +43,22 @@ async def cli(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
         sys.executable, "-m", "bridge.cli", *args,
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
+
+
+async def watching(store: RedisStore, url: str, ask_id: str, count: int) -> None:
+    """Until ``count`` processes observe the pending ask: each put its wake-up channel in the
+    ask's wake set (``Keys.wake``; with its signal handlers already installed), however long a
+    loaded machine takes to start them."""
+    raw = Redis.from_url(url)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if await raw.scard(store.keys.wake(ask_id)) >= count:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"fewer than {count} processes observe {ask_id}")
+    finally:
+        await raw.aclose()
 
 
 async def finished(proc: asyncio.subprocess.Process) -> tuple[int, str, str]:
@@ -73,7 +90,7 @@ async def test_wait_blocks_until_a_deferred_ask_is_answered_and_leaves_it_to_the
     await store.create(rec)
     env = env_of(store, standalone.url)
     waiting = [await cli(env, "wait", rec.id, "--wait", "30") for _ in range(2)]
-    await asyncio.sleep(1.5)  # the processes are up and watching
+    await watching(store, standalone.url, rec.id, 2)  # the processes are up and watching
     assert all(p.returncode is None for p in waiting)
     await store.submit(rec.id, ALICE, YES)
     for proc in waiting:
@@ -121,7 +138,7 @@ async def test_wait_stops_quietly_on_sigterm(store: RedisStore, standalone: Redi
     rec = new_record(deferred=True)
     await store.create(rec)
     proc = await cli(env_of(store, standalone.url), "wait", rec.id)
-    await asyncio.sleep(1.5)
+    await watching(store, standalone.url, rec.id, 1)  # not before it handles signals
     proc.send_signal(signal.SIGTERM)
     code, out, err = await finished(proc)
     assert code == 3 and err == ""
