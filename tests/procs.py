@@ -2,6 +2,9 @@
 
 Shared by the Slack and Discord suites and benches; a process sees none of the settings this
 one inherited (``SLACK_``, ``DISCORD_``, ``REDIS_``, ``ASK_BRIDGE_``), only those it is given.
+
+Deadlines here and in the fakes' waits are generous (a minute): a loaded 2-core machine takes
+seconds to start a Python process, and a deadline costs nothing when the awaited thing comes.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ class Serve:
             env=self.env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         assert self.proc.stderr is not None
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(60):
             while True:
                 line = (await self.proc.stderr.readline()).decode()
                 if not line:
@@ -99,7 +102,7 @@ class Agent:
         proc.stdin.close()
         return cls(proc)
 
-    async def result(self, within: float = 30) -> tuple[int, str, str]:
+    async def result(self, within: float = 60) -> tuple[int, str, str]:
         out, err = await asyncio.wait_for(self.proc.communicate(), within)
         assert self.proc.returncode is not None
         return self.proc.returncode, out.decode(), err.decode()

@@ -80,7 +80,7 @@ async def start_bot(fake: FakeDiscord, store: Store, **options: Any) -> Bot:
     ready = asyncio.Event()
     task = asyncio.create_task(receiver.run(ready))
     waiting = asyncio.create_task(ready.wait())
-    await asyncio.wait({task, waiting}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait({task, waiting}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
     if not ready.is_set():
         await stop(waiting)
         if task.done():

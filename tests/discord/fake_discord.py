@@ -125,7 +125,7 @@ class FakeDiscord:
         ``retry_after`` and the ``Via`` header (discord.py's sign that Discord sent it)."""
         self._limited[route] = retry_after
 
-    async def changed(self, check: Callable[[], Any], within: float = 15.0) -> Any:
+    async def changed(self, check: Callable[[], Any], within: float = 60.0) -> Any:
         """Until ``check()`` is truthy (re-checked on every request and gateway event)."""
         assert self._changed is not None
         async with self._changed:
@@ -140,7 +140,7 @@ class FakeDiscord:
     def errors(self) -> list[Call]:
         return [c for c in self.calls if c.status >= 400]
 
-    async def posted(self, marker: str, within: float = 30.0) -> dict[str, Any]:
+    async def posted(self, marker: str, within: float = 60.0) -> dict[str, Any]:
         """The (latest state of the) non-ephemeral message whose embeds mention ``marker``."""
 
         def find() -> dict[str, Any] | None:
@@ -527,7 +527,7 @@ class FakeDiscord:
         for s in list(self.sessions):
             await s.ws.close(code=4004, message=b"Authentication failed.")
 
-    async def wait_sessions(self, count: int = 1, within: float = 20.0) -> list[Session]:
+    async def wait_sessions(self, count: int = 1, within: float = 60.0) -> list[Session]:
         def ready() -> list[Session]:
             live = [s for s in self.sessions if s.identified.is_set() and not s.ws.closed]
             return live if len(live) >= count else []
@@ -647,12 +647,12 @@ class FakeDiscord:
         channel = current["channel_id"] if current else CHANNEL
         return await self._send(user, 5, data, channel, current, session)
 
-    async def responded(self, interaction: Interaction, within: float = 10.0) -> dict[str, Any]:
+    async def responded(self, interaction: Interaction, within: float = 60.0) -> dict[str, Any]:
         """The interaction's (first) response, once it came."""
         await self.changed(lambda: interaction.responses, within)
         return interaction.responses[0]
 
-    async def told(self, interaction: Interaction, within: float = 10.0) -> str:
+    async def told(self, interaction: Interaction, within: float = 60.0) -> str:
         """What the person was told privately: an ephemeral response or follow-up."""
         found = await self.changed(lambda: told_now(interaction), within)
         return str(found)

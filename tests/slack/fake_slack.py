@@ -107,7 +107,7 @@ class FakeSlack:
         match: Callable[[dict[str, Any]], bool] = lambda _: True,
         *,
         count: int = 1,
-        within: float = 20.0,
+        within: float = 60.0,
     ) -> list[dict[str, Any]]:
         """Until ``count`` successful ``method`` calls match; returns them (raises on timeout)."""
         assert self._changed is not None

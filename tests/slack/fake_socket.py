@@ -58,7 +58,7 @@ class FakeSocketMode:
                 waiter.set_result(data)
         return ws
 
-    async def send(self, payload: dict[str, Any], within: float = 5.0) -> dict[str, Any]:
+    async def send(self, payload: dict[str, Any], within: float = 30.0) -> dict[str, Any]:
         """Push an interactive envelope; returns the app's ack (must come within ``within``)."""
         await asyncio.wait_for(self.connected.wait(), 30)
         assert self._ws is not None
