@@ -142,6 +142,16 @@ def ended(record: AskRecord, *, user_id: str | None = None) -> None:
     step(record.status.value, record, user_id=user_id, outcome=record.status.value)
 
 
+def expired_unread(ask_id: str, platform: str) -> None:
+    """A sweep expired the ask ``ask_id`` (of ``platform``, its destination's) and this process
+    will not read its record: its sweeper's render queue was full or stopped, so a later sweep
+    shows it. Counted now, as :func:`ended` would have, and logged with the fields a sweep names
+    (no channel or message id): an expiry is counted once, by the sweep that made it."""
+    ASKS_ENDED.labels(platform, "expired").inc()
+    fields = {"ask_id": ask_id, "step": "expired", "platform": platform, "outcome": "expired"}
+    log.info("ask %s expired (expired)", ask_id, extra={"fields": fields})
+
+
 def resumed(record: AskRecord) -> None:
     """The waiting call returned ``record``'s answers. Only the process whose call waited sees
     this (``serve`` does not): the latency goes to its histogram and, as ``seconds``, to the

@@ -7,7 +7,9 @@ expires each ask in one atomic step, and each final state is shown through one c
 that a click finds past ``expires_at`` before any sweep is expired by that submission instead, and
 re-rendered by whoever handled the click: see :meth:`bridge.store.base.Store.submit`.) An ask whose
 final state was stored but never shown -- the replica that ended it was killed before it rendered
--- comes back from a later sweep and is rendered then.
+-- comes back from a later sweep and is rendered then. Final states are shown in the background,
+by one bounded queue per platform (:mod:`bridge.render_queue`): a round never waits for them, so
+reminders keep coming while an expiry storm is shown at the platform's rate.
 
 Reminders and escalations (:mod:`bridge.followups`) come from the store's due-time index
 (:meth:`~bridge.store.base.Store.claim_timers`): each is claimed by one sweeper, posted through
@@ -24,18 +26,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from bridge import metrics
-from bridge.aio import stop
 from bridge.backoff import StateLog
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus
+from bridge.render_queue import RENDER_BACKLOG, RenderQueue
 from bridge.rendering import show_final
 from bridge.store.base import (
     SWEEP_BATCH,
     TIMER_TRIES,
-    Ended,
     Store,
     StoreUnavailable,
     TimerClaim,
@@ -53,6 +54,7 @@ class Sweeper:
         *,
         renders: int = 8,
         batch: int = SWEEP_BATCH,
+        backlog: int = RENDER_BACKLOG,
     ) -> None:
         if renders < 1:
             raise ValueError(f"renders must be at least 1, not {renders}")
@@ -68,58 +70,82 @@ class Sweeper:
         many asks expired."""
         self.batch = batch
         """Asks the store expires per step (:meth:`Store.sweep_batches`)."""
+        self._queues = {
+            platform: RenderQueue(
+                store, self.posters, renders=renders, bound=backlog, shown=self._note
+            )
+            for platform in self.posters
+        }
+        self._watching: list[list[AskRecord]] = []
+
+    def backlog(self, platform: str | None = None) -> int:
+        """Asks waiting in the render queue of ``platform`` (default: of every platform), each
+        at most ``backlog`` long (:class:`~bridge.render_queue.RenderQueue`)."""
+        queues = self._queues.values() if platform is None else [self._queues[platform]]
+        return sum(len(queue) for queue in queues)
+
+    async def sweep(self, now: float | None = None) -> None:
+        """One round at ``now`` (default: the clock): expire what is due and finish hand-offs
+        (:meth:`Store.sweep_batches`), queue the final state of each ask the store named to be
+        shown in the background (:class:`~bridge.render_queue.RenderQueue`), then post the
+        reminders and escalations due. Returns without waiting for the queued renders, so a
+        storm that takes the platform hours to show never holds back the next rounds."""
+        now = time.time() if now is None else now
+        await self._round(now)
+        await self.follow_up(now)
 
     async def sweep_once(self, now: float | None = None) -> list[AskRecord]:
-        """Sweep at ``now`` (default: the clock), show the final state of each ask the sweep
-        named (:meth:`Store.sweep_batches`: expired by it, or never shown), then post the
-        reminders and escalations due. Returns the asks this sweeper showed, as shown: another
-        sweeper's claim may have taken some.
+        """:meth:`sweep`, then wait until the render queues are empty (a test's or a one-off
+        sweep's view; ``serve`` runs :meth:`run`). Returns the asks this sweeper showed
+        meanwhile, as shown: another sweeper's claim may have taken some, and asks a full queue
+        left are shown by a later sweep.
 
         An expiry is counted by the sweep that made it, not again when a later sweep shows an
         ask whose renderer died, nor for an ask a click expired (that click counted it,
         :func:`bridge.metrics.judged`)."""
-        now = time.time() if now is None else now
         shown: list[AskRecord] = []
-        await self._round(now, shown.append)
-        await self.follow_up(now)
+        self._watching.append(shown)
+        try:
+            await self.sweep(now)
+            await self.rendered()
+        finally:
+            self._watching.remove(shown)
         return shown
 
-    async def _round(self, now: float, shown: Callable[[AskRecord], object]) -> None:
-        """One sweep: the store's batches feed one queue per platform, each drained by
-        :attr:`renders` renderers while the store expires the next batch. A queue holds only ids
-        (a storm's 100,000 records are never held at once); each renderer shows the ask through
-        its claim, which reads the current record."""
-        queues: dict[str, asyncio.Queue[Ended | None]] = {p: asyncio.Queue() for p in self.posters}
+    async def rendered(self) -> None:
+        """Until every render queued so far is done (shown, or failed: a later sweep retries)."""
+        for queue in self._queues.values():
+            await queue.drained()
 
-        async def render(queue: asyncio.Queue[Ended | None]) -> None:
-            while (ended := await queue.get()) is not None:
-                record = await show_final(self.store, self.posters, ended.ask_id)
-                if record is not None:
-                    shown(record)
-                if ended.expired:  # shown or not: a later sweep shows it, uncounted
-                    counted = record or await self.store.get(ended.ask_id)
-                    if counted is not None:
-                        metrics.ended(counted)
+    async def aclose(self) -> None:
+        """Stop the render queues (:meth:`RenderQueue.aclose`): quick, whatever the backlog;
+        what they held is shown by a later sweep of any replica."""
+        for queue in self._queues.values():
+            await queue.aclose()
 
-        renderers = [
-            asyncio.create_task(render(queue))
-            for queue in queues.values()
-            for _ in range(self.renders)
-        ]
-        try:
-            async for batch in self.store.sweep_batches(now, size=self.batch):
-                for ended in batch:
-                    queue = queues.get(ended.platform)
-                    if queue is not None:  # no poster here for it: another replica shows it
-                        queue.put_nowait(ended)
-                await asyncio.sleep(0)  # the renderers start on this batch before the next one
-            for queue in queues.values():
-                for _ in range(self.renders):
-                    queue.put_nowait(None)
-            await asyncio.gather(*renderers)
-        finally:
-            for task in renderers:
-                await stop(task)
+    def _note(self, record: AskRecord) -> None:
+        for shown in self._watching:
+            shown.append(record)
+
+    async def _round(self, now: float) -> None:
+        """The store's batches, each ask offered to its platform's queue as the batch comes (the
+        first renders start while the store expires the next batch). An ask of a platform with no
+        poster here is left to a replica that has one; one a full queue refuses, to a later
+        sweep (logged once a round)."""
+        left: dict[str, int] = {}
+        async for batch in self.store.sweep_batches(now, size=self.batch):
+            for ended in batch:
+                queue = self._queues.get(ended.platform)
+                if queue is not None and not queue.offer(ended):
+                    left[ended.platform] = left.get(ended.platform, 0) + 1
+            await asyncio.sleep(0)  # the renderers start on this batch before the next one
+        for platform, count in left.items():
+            log.info(
+                "sweep: %d asks wait to be shown in %s, %d more left to a later sweep",
+                self._queues[platform].bound,
+                platform,
+                count,
+            )
 
     async def follow_up(self, now: float | None = None) -> int:
         """Claim the reminders and escalations due at ``now`` (default: the clock) and post
@@ -199,16 +225,21 @@ class Sweeper:
         )
 
     async def run(self) -> None:
-        """Sweep every ``interval`` seconds until cancelled; a failed round is logged, not fatal
-        (a store that is down once when it goes and once when it is back, not every round)."""
+        """Sweep every ``interval`` seconds until cancelled, the renders running in the
+        background meanwhile (stopped with it: :meth:`aclose`); a failed round is logged, not
+        fatal (a store that is down once when it goes and once when it is back, not every
+        round)."""
         store_state = StateLog(log, "sweep: store unavailable")
-        while True:
-            try:
-                await self.sweep_once()
-                store_state.ok()
-            except StoreUnavailable as exc:
-                metrics.store_error("sweep")
-                store_state.failed(exc)
-            except Exception:
-                log.warning("sweep failed; retrying in %.1f s", self.interval, exc_info=True)
-            await asyncio.sleep(self.interval)
+        try:
+            while True:
+                try:
+                    await self.sweep()
+                    store_state.ok()
+                except StoreUnavailable as exc:
+                    metrics.store_error("sweep")
+                    store_state.failed(exc)
+                except Exception:
+                    log.warning("sweep failed; retrying in %.1f s", self.interval, exc_info=True)
+                await asyncio.sleep(self.interval)
+        finally:
+            await self.aclose()
