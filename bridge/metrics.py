@@ -209,6 +209,17 @@ def store_error(op: str) -> None:
 
 def platform_error(platform: str, kind: str) -> None:
     PLATFORM_ERRORS.labels(platform, kind).inc()
+    if kind == "ratelimited":
+        _RATE_LIMITED[platform] = _RATE_LIMITED.get(platform, 0) + 1
+
+
+_RATE_LIMITED: dict[str, int] = {}
+
+
+def rate_limited(platform: str) -> int:
+    """The 429s ``platform`` answered this process so far (its client counts each through
+    :func:`platform_error`): the sweeper's render queue slows down when they rise."""
+    return _RATE_LIMITED.get(platform, 0)
 
 
 def set_pending(counts: Mapping[str, int]) -> None:

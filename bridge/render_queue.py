@@ -15,6 +15,12 @@ ended ask that was never marked shown (:meth:`~bridge.store.base.Store.mark_rend
 a sweep names it again once the render interval has passed. Stopping (:meth:`RenderQueue.aclose`)
 drops what is queued, for the same later sweep of any replica.
 
+The queue slows down when the platform does: each render that saw the platform answer a 429
+(:func:`bridge.metrics.rate_limited`, counted by the platform's client, which waits out the
+Retry-After itself) halves the renders in flight, down to one; each render without one lets one
+more run again, up to ``renders``. So a storm does not keep ``renders`` calls queued on a limit
+that admits fewer, spending their clients' retries.
+
 An expiry is counted once, by the sweep that made it (:mod:`bridge.metrics`): when the queue
 shows the ask (from the record its claim read), or, for an ask the queue drops or is stopped
 before showing, at once from what the sweep named (:func:`bridge.metrics.expired_unread`).
@@ -50,6 +56,7 @@ class RenderQueue:
         store: Store,
         posters: Mapping[str, Poster],
         *,
+        platform: str,
         renders: int,
         bound: int = RENDER_BACKLOG,
         shown: Callable[[AskRecord], object] | None = None,
@@ -61,8 +68,11 @@ class RenderQueue:
         self.store = store
         self.posters = posters
         """Every platform's poster: an escalated ask has messages on other platforms too."""
+        self.platform = platform
+        """The platform of the asks' destinations: whose 429s slow this queue down."""
         self.renders = renders
         self.bound = bound
+        self._allowed = renders  # in flight at once now: fewer after a 429
         self._shown = shown
         self._waiting: deque[Ended] = deque()
         self._ids: set[str] = set()  # waiting or being shown
@@ -87,8 +97,7 @@ class RenderQueue:
         self._waiting.append(ended)
         self._ids.add(ended.ask_id)
         self._idle.clear()
-        if len(self._workers) < self.renders:
-            self._workers.add(asyncio.create_task(self._work(), name="ask-bridge render"))
+        self._fill()
         return True
 
     async def drained(self) -> None:
@@ -113,14 +122,25 @@ class RenderQueue:
         if not self._workers:
             self._idle.set()
 
+    def _fill(self) -> None:
+        """As many showing tasks as are allowed now and have an ask to take."""
+        while len(self._workers) < min(self._allowed, len(self._waiting)):
+            self._workers.add(asyncio.create_task(self._work(), name="ask-bridge render"))
+
     async def _work(self) -> None:
         try:
-            while self._waiting:
+            while self._waiting and len(self._workers) <= self._allowed:
                 ended = self._waiting.popleft()
+                limited = metrics.rate_limited(self.platform)
                 try:
                     await self._show(ended)
                 finally:
                     self._ids.discard(ended.ask_id)
+                if metrics.rate_limited(self.platform) > limited:
+                    self._allowed = max(1, self._allowed // 2)  # this task ends if now too many
+                elif self._allowed < self.renders:
+                    self._allowed += 1
+                    self._fill()
         finally:
             # no await between the empty check and leaving the set: an offer made after it
             # starts a task of its own

@@ -72,7 +72,12 @@ class Sweeper:
         """Asks the store expires per step (:meth:`Store.sweep_batches`)."""
         self._queues = {
             platform: RenderQueue(
-                store, self.posters, renders=renders, bound=backlog, shown=self._note
+                store,
+                self.posters,
+                platform=platform,
+                renders=renders,
+                bound=backlog,
+                shown=self._note,
             )
             for platform in self.posters
         }

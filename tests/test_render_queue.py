@@ -13,6 +13,7 @@ import pytest
 from engine_fixtures import StoreFactory, new_record
 from prometheus_client import REGISTRY
 
+from bridge import metrics
 from bridge.aio import stop
 from bridge.memory_poster import MemoryPoster
 from bridge.record import AskRecord, FollowUps, MessageRef
@@ -141,3 +142,36 @@ async def test_stopping_with_a_backlog_is_quick_and_a_later_sweep_shows_it(
     assert sorted(r.id for r in shown) == sorted(r.id for r in storm)
     assert sorted(r.id for r in poster.updates) == sorted(r.id for r in storm)
     assert expired_count() == before + 12  # shown later, not counted again
+
+
+class Limited(MemoryPoster):
+    """Its client answers the first ``limited`` updates with a 429 (counted as the Slack and
+    Discord clients count theirs, then waited out); notes how many updates were in flight as
+    each began."""
+
+    def __init__(self, limited: int) -> None:
+        super().__init__()
+        self.limited = limited
+        self.in_flight = 0
+        self.seen: list[int] = []
+
+    async def update(self, record: AskRecord) -> None:
+        self.in_flight += 1
+        self.seen.append(self.in_flight)
+        if len(self.seen) <= self.limited:
+            metrics.platform_error("memory", "ratelimited")
+        await asyncio.sleep(0.02)
+        self.in_flight -= 1
+        await super().update(record)
+
+
+async def test_the_queue_slows_down_on_429s_and_speeds_up_after(store: Store) -> None:
+    await posted(store, 40, expires_in=60)
+    poster = Limited(limited=4)
+    sweeper = Sweeper(store, {"memory": poster}, renders=4)
+    async with asyncio.timeout(30):
+        shown = await sweeper.sweep_once(now=time.time() + 120)
+    assert len(shown) == 40
+    assert poster.seen[:4] == [1, 2, 3, 4]  # all four at once, each answered 429
+    assert poster.seen[4] == 1  # then one at a time
+    assert max(poster.seen[5:]) == 4  # and back to four as updates pass without one
