@@ -85,9 +85,12 @@ class Sweeper:
 
     def backlog(self, platform: str | None = None) -> int:
         """Asks waiting in the render queue of ``platform`` (default: of every platform), each
-        at most ``backlog`` long (:class:`~bridge.render_queue.RenderQueue`)."""
-        queues = self._queues.values() if platform is None else [self._queues[platform]]
-        return sum(len(queue) for queue in queues)
+        at most ``backlog`` long (:class:`~bridge.render_queue.RenderQueue`); 0 for a platform
+        with no poster here (nothing of it is queued)."""
+        if platform is not None:
+            queue = self._queues.get(platform)
+            return 0 if queue is None else len(queue)
+        return sum(len(queue) for queue in self._queues.values())
 
     async def sweep(self, now: float | None = None) -> None:
         """One round at ``now`` (default: the clock): expire what is due and finish hand-offs

@@ -114,6 +114,7 @@ async def test_sweep_once_waits_for_what_it_queued(make_store: StoreFactory) -> 
     shown = await sweeper.sweep_once(now=time.time() + 120)
     assert sorted(r.id for r in shown) == sorted(r.id for r in storm)
     assert sweeper.backlog() == 0 and len(poster.updates) == 12
+    assert sweeper.backlog("discord") == 0  # no poster here: nothing of it queued
     with pytest.raises(ValueError, match="bound"):
         Sweeper(store, {"memory": poster}, backlog=0)
 
