@@ -99,7 +99,7 @@ from bridge.store.base import (
     timer_detail,
 )
 from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys, pending_member, platform_range
-from bridge.store.redis_batch import Batches
+from bridge.store.redis_batch import Call, Pipelined
 from bridge.store.redis_connect import (
     DEFAULT_MAX_CONNECTIONS,
     PIPELINE_CHUNK,
@@ -232,7 +232,7 @@ class RedisStore(Store):
             watch=self._watch,
             observe=self._observe,
         )
-        self._batches = Batches(self._run_many)
+        self._pipelined = Pipelined(self._send_scripts)
         self._cluster = isinstance(client, RedisCluster)
         self._ready = not self._cluster
         self._ready_lock = asyncio.Lock()
@@ -327,9 +327,35 @@ class RedisStore(Store):
         return keys if self._cluster else [*keys, self.keys.pending, self.keys.ended]
 
     async def _run(self, op: str, ask_id: str, *args: Any, now: float | None = None) -> list[Any]:
-        argv = self._argv(op, ask_id, args, now)
-        reply: list[Any] = await self._script(keys=self._keys(ask_id), args=argv)
+        return await self._call(self._keys(ask_id), self._argv(op, ask_id, args, now))
+
+    async def _call(self, keys: list[str], argv: list[Any], *, alone: bool = False) -> list[Any]:
+        """One call of ``ask.lua``: in the next pipelined batch (:mod:`.redis_batch`), or on its
+        own on Cluster, whose pipelines take no scripts, or when ``alone`` (showing an ended ask:
+        the sweeper bounds those itself, and they start while its expiries are still in flight,
+        not behind the scripts queued meanwhile)."""
+        if self._cluster or alone:
+            reply: list[Any] = await self._script(keys=keys, args=argv)
+            return reply
+        reply = await self._pipelined.call(keys, argv)
         return reply
+
+    async def _send_scripts(self, calls: list[Call]) -> list[Any]:
+        """Script calls in one round trip: each reply, or the error that call raised."""
+        if len(calls) == 1:  # a lone script call costs less than a pipeline of one
+            keys, argv = calls[0]
+            return [await self._script(keys=keys, args=argv)]
+        async with self._r.pipeline(transaction=False) as pipe:
+            for keys, argv in calls:
+                pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        for i, ((keys, argv), reply) in enumerate(zip(calls, replies, strict=True)):
+            if isinstance(reply, NoScriptError):  # it did not run: load it, run it once more
+                try:
+                    replies[i] = await self._script(keys=keys, args=argv)
+                except Exception as exc:  # that call's own error
+                    replies[i] = exc
+        return replies
 
     async def _run_many(
         self, op: str, ask_ids: Sequence[str], args: Sequence[Any], *, now: float | None = None
@@ -387,6 +413,7 @@ class RedisStore(Store):
         *,
         xx: bool = False,
         nx: bool = False,
+        alone: bool = False,
     ) -> list[Any]:
         """ZADD to ``due``, then the script: one script call that writes both where the server
         allows it (the index as the 8th key), two round trips on Cluster (another slot)."""
@@ -399,10 +426,8 @@ class RedisStore(Store):
             reply: list[Any] = await self._script(keys=keys, args=argv)
             return reply
         mode = "xx" if xx else "nx" if nx else ""
-        reply = await self._script(
-            keys=[*keys, self.keys.due], args=[*argv, repr(float(score)), mode, ttl]
-        )
-        return reply
+        argv = [*argv, repr(float(score)), mode, ttl]
+        return await self._call([*keys, self.keys.due], argv, alone=alone)
 
     async def _unpend(self, record: AskRecord) -> None:
         """On Cluster, drop an ask that just ended from the pending index (elsewhere its script
@@ -546,7 +571,7 @@ class RedisStore(Store):
     async def confirm(self, ask_id: str) -> None:
         self._wakeups.release(ask_id)  # first: should the script fail, the lease lapses (feed)
         await self._init()
-        reply = await self._batches.run("confirm", ask_id)
+        reply = await self._run("confirm", ask_id)
         if reply[0] == "ok" and reply[1] == "1":
             await self._r.zrem(self.keys.due, ask_id)
 
@@ -867,16 +892,18 @@ class RedisStore(Store):
             posted = (message.model_dump_json(), detail)
         argv = self._argv("claim", ask_id, (self.render_interval, token, *posted), now)
         if message is None:
-            reply = await self._script(keys=self._keys(ask_id), args=argv)
+            reply = await self._call(self._keys(ask_id), argv, alone=True)
         else:  # it may learn the message here: indexed, so a failed render is retried by a sweep
             mark = time.time() + self.render_interval
-            reply = await self._index_and_run(ask_id, mark, argv, nx=True)
+            reply = await self._index_and_run(ask_id, mark, argv, nx=True, alone=True)
         return codec.record(codec.pairs(reply[1])) if reply[0] == "claimed" else None
 
     @_guarded("mark_rendered")
     async def mark_rendered(self, ask_id: str) -> None:
         await self._init()
-        reply = await self._run("rendered", ask_id)
+        reply = await self._call(
+            self._keys(ask_id), self._argv("rendered", ask_id, (), None), alone=True
+        )
         if reply[0] == "ok" and reply[1] == "1":
             await self._r.zrem(self.keys.due, ask_id)
 
@@ -985,7 +1012,7 @@ class RedisStore(Store):
                     if raw.get(Fields.HANDOFF) in ("waiter", "taken"):
                         self._wakeups.hold(ask_id)  # the lease lives until this call confirms
                     return codec.record(raw)
-                reply = await self._batches.run("take", ask_id, int(self.lease_ttl * 1000))
+                reply = await self._run("take", ask_id, int(self.lease_ttl * 1000))
                 if reply[0] == "missing":
                     await self._check_epoch()  # gone before its retention: was the data lost?
                     return None
@@ -1085,7 +1112,7 @@ class RedisStore(Store):
             await stop(self._follower)  # not a bare cancel: see bridge.aio
             self._follower = None
         await self._wakeups.aclose()
-        await self._batches.aclose()
+        await self._pipelined.aclose()
         if self._sub is not self._r:
             await self._sub.aclose()
         await self._r.aclose()
