@@ -287,13 +287,13 @@ class ChatHandler:
         try:
             # one frame from here to the end (a waiting call keeps it for hours)
             ask.message = await self._post(record)
-            known = await self.store.set_message(record.id, ask.message)
+            ended = await self.store.message_posted(record.id, ask.message)
             metrics.posted(record.model_copy(update={"message": ask.message}))
-            if known is not None and known.status is not AskStatus.PENDING:
+            if ended is not None:
                 # Ended before its message was known (a click right after the post, racing this
                 # call): whoever ended it had no message to re-render, so this process does.
-                await self._render(known)
-            del known  # as big as the ask: not held for the whole wait
+                await self._render(ended)
+            del ended  # as big as the ask: not held for the whole wait
             if policy.mode == "defer":
                 return self._deferred(record, ask.message)
             ask.wait()  # from here on only the id: the store hands the record back

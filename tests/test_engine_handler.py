@@ -293,21 +293,22 @@ async def test_an_ask_answered_before_its_message_is_known_is_still_rerendered(
 async def test_cancelled_while_recording_the_message_closes_and_rerenders(
     store: Store, recorded: bool
 ) -> None:
-    """The cancellation lands between the post and the wait, while ``set_message`` is in flight
-    (before or after the store took it): the ask must not stay pending with live controls."""
+    """The cancellation lands between the post and the wait, while recording the message
+    (``message_posted``) is in flight (before or after the store took it): the ask must not stay
+    pending with live controls."""
     poster = MemoryPoster()
     handler = ChatHandler(poster, store, DEST, AskPolicy(wait=30))
-    real_set_message = store.set_message
+    real_message_posted = store.message_posted
     reached = asyncio.Event()
 
-    async def stalled_set_message(ask_id: str, message: MessageRef) -> AskRecord | None:
+    async def stalled_message_posted(ask_id: str, message: MessageRef) -> AskRecord | None:
         if recorded:
-            await real_set_message(ask_id, message)
+            await real_message_posted(ask_id, message)
         reached.set()
         await asyncio.Event().wait()  # the cancellation lands here
         raise AssertionError("unreachable")
 
-    store.set_message = stalled_set_message  # type: ignore[method-assign]
+    store.message_posted = stalled_message_posted  # type: ignore[method-assign]
     try:
         call = asyncio.create_task(handler(QS, {}))
         await reached.wait()
@@ -315,7 +316,7 @@ async def test_cancelled_while_recording_the_message_closes_and_rerenders(
         with pytest.raises(asyncio.CancelledError):
             await call
     finally:
-        store.set_message = real_set_message  # type: ignore[method-assign]
+        store.message_posted = real_message_posted  # type: ignore[method-assign]
     (posted,) = poster.posts
     record = await store.get(posted.id)
     assert record is not None and record.status is AskStatus.CANCELLED

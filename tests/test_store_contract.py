@@ -71,6 +71,25 @@ async def test_message_and_history(store: Store) -> None:
         await store.record_event(rec.id, 'bad"kind')
 
 
+async def test_message_posted_gives_the_record_only_when_the_ask_already_ended(
+    store: Store,
+) -> None:
+    """The posting call records the message and learns whether a click beat it: the record
+    only then (it shows the final state), ``None`` while the ask is pending or unknown."""
+    ref = MessageRef(platform="memory", channel="C1", message_id="7")
+    pending, beaten = new_record(), new_record()
+    for rec in (pending, beaten):
+        await store.create(rec)
+    assert await store.message_posted(pending.id, ref) is None
+    assert (await store.get(pending.id)).message == ref  # type: ignore[union-attr]
+    assert (await store.submit(beaten.id, ALICE, YES)).ok
+    ended = await store.message_posted(beaten.id, ref)
+    assert ended is not None and ended.status is AskStatus.ANSWERED and ended.message == ref
+    assert await store.message_posted("missing", ref) is None
+    kinds = [e.kind for e in await store.history(pending.id)]
+    assert kinds == ["created", "posted"]
+
+
 async def test_submit_verdicts(store: Store) -> None:
     rec = new_record()
     await store.create(rec)

@@ -317,6 +317,16 @@ class Store(ABC):
         Also for an ask that already ended (a click beat this call): then its final state is due
         to be shown, and the sweeper shows it if the caller does not (see :meth:`sweep`)."""
 
+    async def message_posted(self, ask_id: str, message: MessageRef) -> AskRecord | None:
+        """:meth:`set_message` for the call that posted the ask, which needs the record only if
+        the ask already ended (a click beat it: it shows the final state); ``None`` otherwise,
+        and a networked store then builds no record (100,000 calls posting at once would each
+        build one, only to drop it)."""
+        record = await self.set_message(ask_id, message)
+        if record is None or record.status is AskStatus.PENDING:
+            return None
+        return record
+
     @abstractmethod
     async def defer(self, ask_id: str) -> AskRecord | None:
         """Mark the ask deferred: its answer goes to the answers feed, not a waiting call.

@@ -545,6 +545,18 @@ class RedisStore(Store):
 
     @_guarded("set_message")
     async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
+        raw = await self._set_message(ask_id, message)
+        return codec.record(raw) if raw is not None else None
+
+    @_guarded("message_posted")
+    async def message_posted(self, ask_id: str, message: MessageRef) -> AskRecord | None:
+        raw = await self._set_message(ask_id, message)
+        if raw is None or raw[Fields.STATUS] == "pending":
+            return None  # the usual case: no record built
+        return codec.record(raw)
+
+    async def _set_message(self, ask_id: str, message: MessageRef) -> dict[str, str] | None:
+        """The record hash after recording the message; ``None`` for an unknown ask."""
         await self._init()
         detail = json.dumps({"message": message.model_dump(mode="json")})
         argv = self._argv("message", ask_id, (message.model_dump_json(), detail), None)
@@ -555,7 +567,7 @@ class RedisStore(Store):
         if reply[0] != "ok":
             await self._r.zrem(self.keys.due, ask_id)
             return None
-        return codec.record(codec.pairs(reply[1]))
+        return codec.pairs(reply[1])
 
     @_guarded("defer")
     async def defer(self, ask_id: str) -> AskRecord | None:
