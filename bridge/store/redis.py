@@ -478,11 +478,11 @@ class RedisStore(Store):
         replies = await self._run_many("told", ask_ids, ())
         return [reply[0] != "ok" or reply[1] == "1" for reply in replies]
 
-    async def _ended(self, ask_id: str, raw: dict[str, str]) -> None:
+    async def _ended(self, ask_id: str, raw: dict[str, str], record: AskRecord) -> None:
         """An ask just left ``pending`` (by this process's step): tell the ended-asks stream,
         feed it if the answers feed gets it, drop it from ``due`` if nothing is left to do (its
         final state is shown), and from ``timers``."""
-        await self._untime(codec.record(raw))
+        await self._untime(record)
         if raw.get(Fields.TOLD) == "0":
             (settled,) = await self._tell([ask_id])
             raw = {**raw, Fields.TOLD: "1"}
@@ -630,7 +630,7 @@ class RedisStore(Store):
         record = codec.record(raw)
         if reply[0] in ("accepted", "expired"):  # this submission ended it
             await self._unpend(record)
-            await self._ended(ask_id, raw)
+            await self._ended(ask_id, raw, record)
         return SubmitResult(_OUTCOMES[reply[0]], record)
 
     @_guarded("pick")
@@ -684,7 +684,7 @@ class RedisStore(Store):
         raw = codec.pairs(reply[1])
         record = codec.record(raw)
         await self._unpend(record)
-        await self._ended(ask_id, raw)
+        await self._ended(ask_id, raw, record)
         return record
 
     @_guarded("release")
