@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from engine_fixtures import StoreFactory, new_record, url_for
+from engine_fixtures import StoreFactory, new_record, next_within, url_for
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
@@ -39,10 +39,10 @@ async def deliveries(
     deadline = time.monotonic() + within
     try:
         while (left := deadline - time.monotonic()) > 0:
-            try:
-                got.append(await asyncio.wait_for(anext(stream), left))
-            except TimeoutError:
+            delivery = await next_within(stream, left)
+            if delivery is None:
                 break
+            got.append(delivery)
     finally:
         await stream.aclose()  # type: ignore[attr-defined]
     return got

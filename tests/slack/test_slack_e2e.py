@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
+from engine_fixtures import next_within
 from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import (
     SIGNING_SECRET,
@@ -267,13 +268,12 @@ async def next_delivery_for(
 ) -> Delivery | None:
     """The feed's delivery for ``ask_id`` as an agent host sees it (others are left unacked)."""
     feed = store.feed("e2e-host")
+    deadline = asyncio.get_running_loop().time() + within
     try:
-        async with asyncio.timeout(within):
-            async for delivery in feed:
-                if delivery.record.id == ask_id:
-                    return delivery
-    except TimeoutError:
-        return None
+        while (left := deadline - asyncio.get_running_loop().time()) > 0:
+            delivery = await next_within(feed, left)
+            if delivery is None or delivery.record.id == ask_id:
+                return delivery
     finally:
         await feed.aclose()  # type: ignore[attr-defined]
     return None
