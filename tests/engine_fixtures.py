@@ -9,11 +9,10 @@ standalone server, the cluster, a master found through a Sentinel, and ``REDIS_U
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from redis_server import (
@@ -25,7 +24,6 @@ from redis_server import (
     redis_server,
 )
 
-from bridge.aio import stop
 from bridge.models import Option, Question, QuestionSet
 from bridge.record import AskRecord, Destination
 from bridge.store.base import Store
@@ -35,7 +33,6 @@ from bridge.store.redis import RedisStore
 KINDS = ["memory", "redis", "cluster", "sentinel", *(["env"] if env_redis_url() else [])]
 
 StoreFactory = Callable[..., Awaitable[Store]]
-T = TypeVar("T")
 
 LIVE_LEASE = 1.5
 """Seconds of lease for a test that needs a live process's lease to stay live: longer than the
@@ -158,18 +155,3 @@ def new_record(
         expires_at=now + expires_in,
         deferred=deferred,
     )
-
-
-async def next_within(stream: AsyncIterator[T], within: float) -> T | None:
-    """The stream's next item if it comes within ``within`` seconds, else ``None`` (the pending
-    read stopped, so the stream is done). Not ``asyncio.wait_for``: on Python 3.11 its cancel
-    can be swallowed by redis-py's own (see :mod:`bridge.aio`), and a feed's blocking read --
-    which returns empty every second, so a cancel often lands on a reply -- then loops for ever:
-    a test expecting nothing hung until its timeout, now and then, on a loaded machine."""
-    read = asyncio.ensure_future(anext(stream))
-    done, _ = await asyncio.wait({read}, timeout=within)
-    if not done:
-        await stop(read)  # cancels until it ended: it may have got an item all the same
-    if read.cancelled():
-        return None
-    return read.result()

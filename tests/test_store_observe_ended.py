@@ -10,11 +10,11 @@ import time
 from typing import Any
 
 import pytest
-from engine_fixtures import StoreFactory, new_record, next_within, url_for
+from engine_fixtures import StoreFactory, new_record, url_for
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from bridge.aio import stop
+from bridge.aio import next_within, stop
 from bridge.models import Answer
 from bridge.record import AskStatus, Responder
 from bridge.store.base import Delivery, Store

@@ -76,14 +76,12 @@ async def _feed(args: argparse.Namespace, url: str) -> int:
 
 
 async def _print_all(store: Any, deliveries: Any, *, follow: bool) -> None:
+    from bridge.aio import next_within
     from bridge.feed import outcome_payload
 
     while True:
-        try:
-            delivery = await (
-                anext(deliveries) if follow else asyncio.wait_for(anext(deliveries), QUIET)
-            )
-        except TimeoutError:
+        delivery = await (anext(deliveries) if follow else next_within(deliveries, QUIET))
+        if delivery is None:
             return
         line = {**outcome_payload(delivery.record), "delivery_id": delivery.delivery_id}
         sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -13,7 +13,6 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-from engine_fixtures import next_within
 from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import (
     SIGNING_SECRET,
@@ -29,6 +28,7 @@ from procs import Agent, Serve, cli_env
 from redis_server import RedisServer
 from samples import q
 
+from bridge.aio import next_within
 from bridge.feed import render_delivery
 from bridge.record import AskStatus
 from bridge.store.base import Delivery
