@@ -33,12 +33,12 @@ IN_FLIGHT = 64
 
 class ShownStore(RedisStore):
     """The agent's store, telling the bench when an ask's message is on screen (recorded by
-    ``set_message``): a person clicks after seeing it, not while it is being posted."""
+    ``message_posted``): a person clicks after seeing it, not while it is being posted."""
 
     shown: asyncio.Queue[str]
 
-    async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
-        record = await super().set_message(ask_id, message)
+    async def message_posted(self, ask_id: str, message: MessageRef) -> AskRecord | None:
+        record = await super().message_posted(ask_id, message)
         self.shown.put_nowait(ask_id)
         return record
 
