@@ -51,7 +51,7 @@ from bridge.record import (
     MessageRef,
 )
 from bridge.rendering import show_final
-from bridge.result import AskUserAnswered, ToolOutcome
+from bridge.result import AskUserAnswered, ToolOutcome, unanswered_text
 from bridge.store.base import Store
 from bridge.webhooks import MAX_NOTIFY, check_url
 
@@ -323,12 +323,7 @@ class ChatHandler:
             raise
         if done.status is AskStatus.ANSWERED or done.deferred:
             return self._deferred(done, done.message)
-        what = "expired" if done.status is AskStatus.EXPIRED else "were cancelled"
-        raise NotAnswered(
-            f"nobody answered: the questions {what} before anyone answered. Continue without "
-            "the answers, or ask again if you still need them.",
-            done,
-        )
+        raise NotAnswered(unanswered_text(done.status is AskStatus.EXPIRED), done)
 
     async def _post(self, record: AskRecord) -> MessageRef:
         """Post the question set; a refusal closes the ask and says so (:class:`PostFailed`)."""

@@ -220,6 +220,17 @@ def answers_result(
     return json.dumps(answers_payload(qs, answers, who), ensure_ascii=False)
 
 
+def unanswered_text(expired: bool) -> str:
+    """What the model (or a pipeline) is told when an ask ended without an answer: expired, or
+    cancelled. One wording for the waiting call (:class:`~bridge.errors.NotAnswered`) and
+    ``ask-bridge wait``."""
+    what = "expired" if expired else "were cancelled"
+    return (
+        f"nobody answered: the questions {what} before anyone answered. Continue without the "
+        "answers, or ask again if you still need them."
+    )
+
+
 def deferred_result(qs: QuestionSet, deferred: AskUserDeferred) -> dict[str, Any]:
     """The tool result for a deferral: ``{"questions", "status": "deferred", "instructions"}``.
 

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+from bridge.cli.args import positive, seconds
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -24,19 +26,19 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="one JSON record per line")
     p.add_argument(
-        "--limit", type=_positive, default=100, help="asks per page (default 100)", metavar="N"
+        "--limit", type=positive, default=100, help="asks per page (default 100)", metavar="N"
     )
     p.add_argument("--cursor", help="continue after the page that printed it")
     p.add_argument("--channel", help="only asks posted to this channel (or DM user) id")
     p.add_argument(
         "--older-than",
-        type=_seconds,
+        type=seconds,
         metavar="SECONDS",
         help="only asks created at least this many seconds ago",
     )
     p.add_argument(
         "--newer-than",
-        type=_seconds,
+        type=seconds,
         metavar="SECONDS",
         help="only asks created at most this many seconds ago",
     )
@@ -52,26 +54,6 @@ def register(sub: Any) -> None:
     p.add_argument("ask_id")
     p.add_argument("--by", default="cli", help="who cancelled it, for the audit trail")
     p.set_defaults(func=_cancel)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected seconds (a number, 0 or more), not {text!r}")
-    return value
 
 
 def _when(ts: float) -> str:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from bridge.cli.args import seconds
 from bridge.cli.ask import ANSWERED, DEFERRED, ENDED, FAILED
 
 if TYPE_CHECKING:
@@ -45,21 +46,11 @@ def register(sub: Any) -> None:
     p.add_argument("ask_id", metavar="ASK_ID", help="the ask id `ask --mode defer` printed")
     p.add_argument(
         "--wait",
-        type=_seconds,
+        type=seconds,
         default=600.0,
         help="seconds to wait (default 600); then exit 3, the ask left open",
     )
     p.set_defaults(func=run)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected seconds (a number, 0 or more), not {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,21 +108,17 @@ def _unknown(ask_id: str) -> int:
 def outcome(record: AskRecord) -> int:
     """Print how ``record`` stands as ``ask`` prints it; its exit status."""
     from bridge.deferred import AskUserDeferred
+    from bridge.feed import render_delivery
     from bridge.record import AskStatus
-    from bridge.result import ToolOutcome, answers_result
+    from bridge.result import ToolOutcome, unanswered_text
 
     if record.status is AskStatus.ANSWERED and record.answers is not None:
-        print(answers_result(record.questions, record.answers), flush=True)
+        print(render_delivery(record), flush=True)  # who answered too, if the policy says so
         return ANSWERED
     if record.status is AskStatus.PENDING:
         extra = {"ask_id": record.id, "expires_at": record.expires_at}
         deferral = ToolOutcome(record.questions, deferred=AskUserDeferred(extra=extra))
         print(deferral.host_text, flush=True)
         return DEFERRED
-    what = "expired" if record.status is AskStatus.EXPIRED else "were cancelled"
-    print(
-        f"nobody answered: the questions {what} before anyone answered. Continue without the "
-        "answers, or ask again if you still need them.",
-        file=sys.stderr,
-    )
+    print(unanswered_text(record.status is AskStatus.EXPIRED), file=sys.stderr)
     return ENDED
