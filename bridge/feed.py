@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from bridge.record import AskRecord, AskStatus
-from bridge.result import answers_result
+from bridge.result import answers_result, who_payload
 from bridge.store.base import Delivery
 
 
@@ -38,14 +38,14 @@ def render_delivery(record: AskRecord | Delivery) -> str:
 def outcome_payload(record: AskRecord) -> dict[str, Any]:
     """How an ask ended, as JSON-ready data for a pipeline (``ask-bridge feed``, webhooks):
     ``ask_id``, ``status``, ``result`` (the tool-result JSON: the answers the waiting call would
-    have returned, or why none will come: :func:`render_delivery`), ``answered_by`` (user id and
-    name, or ``null``), ``answered_at``/``closed_at`` and the ask's ``context``."""
-    by = record.answered_by
+    have returned, or why none will come: :func:`render_delivery`), ``answered_by`` (everyone whose
+    answer was taken -- one person, or the K who agreed -- each with user id, name and ISO time;
+    empty when nobody answered), ``answered_at``/``closed_at`` and the ask's ``context``."""
     return {
         "ask_id": record.id,
         "status": record.status.value,
         "result": json.loads(render_delivery(record)),
-        "answered_by": None if by is None else {"user_id": by.user_id, "name": by.name},
+        "answered_by": who_payload(record.who_answered()),
         "answered_at": record.answered_at,
         "closed_at": record.closed_at,
         "context": record.context,

@@ -172,7 +172,7 @@ async def test_feed_prints_each_delivery_once_then_acknowledges(
     assert set(by_id) == {answered.id, cancelled.id} and len(lines) == 2
     got = by_id[answered.id]
     assert got["status"] == "answered" and got["context"] == {"run": "build-7"}
-    assert got["answered_by"] == {"user_id": "U_ALICE", "name": "Alice"}
+    assert [(w["user_id"], w["name"]) for w in got["answered_by"]] == [("U_ALICE", "Alice")]
     assert got["result"]["answers"][0]["selected"] == ["Yes"] and got["delivery_id"]
     assert by_id[cancelled.id]["status"] == "cancelled"
     assert by_id[cancelled.id]["result"]["status"] == "cancelled"

@@ -126,7 +126,7 @@ async def test_delivered_signed_and_recorded(
     hit = by_id[answered.id]
     payload = json.loads(hit.body)
     assert payload["status"] == "answered" and payload["context"] == {"pipeline": "deploy-42"}
-    assert payload["answered_by"] == {"user_id": "U_ALICE", "name": "Alice"}
+    assert [(w["user_id"], w["name"]) for w in payload["answered_by"]] == [("U_ALICE", "Alice")]
     assert payload["result"]["answers"][0]["selected"] == ["Yes"]
     assert json.loads(by_id[cancelled.id].body)["status"] == "cancelled"
     timestamp, signature = hit.headers[TIMESTAMP_HEADER], hit.headers[SIGNATURE_HEADER]

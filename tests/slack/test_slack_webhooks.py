@@ -86,7 +86,7 @@ async def test_two_serve_replicas_send_each_outcome_once(
         assert verify_signature(HOOK_SECRET, stamp, hit.body, signature)
         assert json.loads(hit.body)["context"] == {"pipeline": "release-9"}
     done = next(json.loads(h.body) for h in receiver.on("ok") if h.ask_id == answered.id)
-    assert done["status"] == "answered" and done["answered_by"]["user_id"] == "U0ALICE"
+    assert done["status"] == "answered" and done["answered_by"][0]["user_id"] == "U0ALICE"
     assert done["result"]["answers"][0]["selected"] == ["y"]
     log = "".join(line for serve in replicas for line in serve.log)
     assert HOOK_SECRET not in log and "Traceback" not in log
