@@ -22,8 +22,9 @@ slot and one Lua script can change all of it atomically):
                             deletes the set. Same TTL as the record. Kept apart from the lease, so
                             a waiter whose lease lapsed (its process stalled) is still woken.
 
-Global keys (each one key, so each in one slot; never touched by a script together with an ask's
-keys):
+Global keys (each one key, so each in its own slot: on Cluster a script over an ask's keys never
+touches them, and the process writes them right after the script; outside Cluster the same script
+writes them in its one atomic step, as each entry below says):
 
 ``<prefix>:due``     sorted set: every ask that still needs a sweeper's attention, scored by when.
                      Pending asks are scored by ``expires_at``; an ended ask stays until its

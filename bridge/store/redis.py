@@ -10,9 +10,11 @@ Correctness rests on three rules (key scheme, record fields and hand-off states:
   a store's :class:`~bridge.store.redis_wakeups.Wakeups` holds one subscription for all its
   waiters, never missing a wake-up published while it was away.
 * Answers never get lost between processes: an answer lands either with a live waiter (a short
-  lease key proves one is alive) or on the feed stream. Global keys (``due`` index, feed stream)
-  are written next to -- never inside -- the per-ask script; ``due`` always holds an ask until its
-  hand-off is settled, so a sweeper repairs whatever a crashed process left half-done.
+  lease key proves one is alive) or on the feed stream. The global keys (the ``due``, ``pending``
+  and ``timers`` indexes, the feed and ended-asks streams) are written by the same script outside
+  Cluster, and right after it on Cluster, where they live in other slots (:mod:`bridge.store.keys`
+  says which); ``due`` always holds an ask until its hand-off is settled, so a sweeper repairs
+  whatever a crashed process left half-done.
 
 Sentinel: a manual ``SENTINEL FAILOVER`` names the new master at once but demotes the old one only
 ~10 s later, and until then the old master still accepts writes -- which it throws away when it
