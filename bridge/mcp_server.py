@@ -453,6 +453,28 @@ def endpoint(sock: socket.socket, path: str = "/mcp") -> str:
     return f"http://{url_host(host)}:{port}{path}"
 
 
+def metrics_route(*, guarded: bool) -> Any:
+    """``GET /metrics`` (Prometheus' text format) beside the MCP endpoint: an ``mcp --http``
+    process is where its waiting calls resume, so its answer-to-resume histogram (and the asks
+    it created) can be scraped from it as ``serve``'s metrics are. ``guarded``: a token protects
+    the server, so the scrape must carry it too (Prometheus' ``authorization`` setting); the SDK's
+    authentication middleware has already checked the bearer token by then."""
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from bridge.http_server import METRICS_PATH
+    from bridge.metrics import exposition
+
+    async def metrics(request: Request) -> Response:
+        if guarded and not request.user.is_authenticated:
+            return Response("a bearer token is required\n", status_code=401)
+        body, content_type = exposition()
+        return Response(body, headers={"Content-Type": content_type})
+
+    return Route(METRICS_PATH, metrics, methods=["GET"])
+
+
 async def serve_http(
     server: Server[Any], sock: socket.socket, *, path: str = "/mcp", token: str | None = None
 ) -> None:
@@ -471,6 +493,7 @@ async def serve_http(
     host, port = sock.getsockname()[:2]
     options = http_app_options(host, port, token)
     app = server.streamable_http_app(streamable_http_path=path, **options)
+    app.router.routes.append(metrics_route(guarded=token is not None))
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
 

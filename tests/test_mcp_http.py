@@ -140,3 +140,30 @@ async def test_on_loopback_foreign_pages_and_names_are_refused(
         assert not ok and status in statuses
         ok, _ = await list_tools_with(url, {"Origin": url.removesuffix("/mcp")})
         assert ok
+
+
+# -- metrics beside the MCP endpoint: where the waiting calls resume -----------------------------
+
+
+async def test_metrics_are_served_beside_the_endpoint() -> None:
+    async with guarded_server("127.0.0.1", None) as url:
+        metrics_url = url.replace("/mcp", "/metrics")
+        async with httpx2.AsyncClient() as http:
+            response = await http.get(metrics_url)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    assert "# TYPE ask_bridge_answer_to_resume_seconds histogram" in response.text
+
+
+async def test_with_a_token_metrics_need_it_too() -> None:
+    async with guarded_server("0.0.0.0", TOKEN) as url:
+        metrics_url = url.replace("/mcp", "/metrics")
+        async with httpx2.AsyncClient() as http:
+            refused = [
+                (await http.get(metrics_url, headers=headers)).status_code
+                for headers in ({}, {"Authorization": "Bearer wrong"})
+            ]
+            allowed = await http.get(metrics_url, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert refused == [401, 401]
+    assert allowed.status_code == 200
+    assert "# TYPE ask_bridge_asks_created_total counter" in allowed.text
