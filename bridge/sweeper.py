@@ -138,13 +138,17 @@ class Sweeper:
     async def _round(self, now: float) -> None:
         """The store's batches, each ask offered to its platform's queue as the batch comes (the
         first renders start while the store expires the next batch). An ask of a platform with no
-        poster here is left to a replica that has one; one a full queue refuses, to a later
-        sweep (logged once a round)."""
+        poster here is left to a replica that has one to show (an expiry this sweep made is
+        counted here all the same: the sweep that expires an ask counts it); one a full queue
+        refuses, to a later sweep (logged once a round)."""
         left: dict[str, int] = {}
         async for batch in self.store.sweep_batches(now, size=self.batch):
             for ended in batch:
                 queue = self._queues.get(ended.platform)
-                if queue is not None and not queue.offer(ended):
+                if queue is None:
+                    if ended.expired:  # this sweep made the expiry: count it here, once
+                        metrics.expired_unread(ended.ask_id, ended.platform)
+                elif not queue.offer(ended):
                     left[ended.platform] = left.get(ended.platform, 0) + 1
             await asyncio.sleep(0)  # the renderers start on this batch before the next one
         for platform, count in left.items():

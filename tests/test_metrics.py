@@ -92,6 +92,23 @@ async def test_a_sweep_counts_its_expiry_once_even_when_shown_later(
     assert expired_count() == before + 1  # ... without counting it again
 
 
+async def test_a_sweep_without_the_platform_counts_its_expiry_all_the_same(
+    make_store: StoreFactory,
+) -> None:
+    """A replica serving only another platform expires the ask: counted there, once; the replica
+    that has its platform shows it later without counting it again."""
+    store = await make_store(render_interval=0.2)
+    record = await posted(make_store, expires_in=60)
+    before = expired_count()
+    at = time.time() + 120
+    assert await Sweeper(store, {"other": MemoryPoster()}).sweep_once(now=at) == []
+    assert expired_count() == before + 1
+    await asyncio.sleep(0.3)
+    shown = await Sweeper(store, {"memory": MemoryPoster()}).sweep_once(now=at + 3600)
+    assert [r.id for r in shown] == [record.id]
+    assert expired_count() == before + 1
+
+
 async def test_an_answer_nobody_took_is_logged_handed_to_the_feed(
     make_store: StoreFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
