@@ -20,7 +20,9 @@ Rules that live here so every platform follows them:
   read from the interaction as :attr:`Caller.groups`).
 * **Complete answers only**: a form is checked against the stored question set before anything is
   submitted -- every question answered (an option or typed text), option indices in range, at most
-  one option (and not also typed text) for a single-select question, typed text bounded.
+  one option (and not also typed text) for a single-select question, typed text bounded. The
+  store judges it in the step that submits it (:meth:`Store.submit_form`, one round trip); this
+  layer puts its problems into words.
 * **Re-render rule**: every verdict that finds the ask ended re-renders its message (not only the
   accepting click: an earlier attempt may have committed while its click timed out here, so
   nobody re-rendered it). :meth:`Answering.settle` does it in the background.
@@ -45,18 +47,23 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from bridge import metrics, replies
-from bridge.models import Answer, QuestionSet
+from bridge.models import QuestionSet
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Responder
 from bridge.rendering import show_final
 from bridge.replies import Replies
-from bridge.store.base import Store, StoreUnavailable, SubmitOutcome
+from bridge.store.base import MAX_TYPED as MAX_TYPED  # re-exported: the platforms bound fields
+from bridge.store.base import (
+    FormProblem,
+    Store,
+    StoreUnavailable,
+    SubmitOutcome,
+    form_problems,
+)
+from bridge.store.base import Picks as Picks  # re-exported: the platforms build them
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-MAX_TYPED = 2000
-"""Longest typed answer accepted (Slack's text input allows 3000, Discord's 4000)."""
 
 
 def one_click(questions: QuestionSet) -> bool:
@@ -82,14 +89,6 @@ class Caller:
     user_id: str
     name: str | None = None
     groups: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Picks:
-    """One question's part of a submitted form: chosen option indices and typed text."""
-
-    selected: tuple[int, ...] = ()
-    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -217,25 +216,27 @@ class Answering:
     @metrics.judged
     async def submit_form(self, ask_id: str, who: Caller, picks: Mapping[int, Picks]) -> Verdict:
         """A submitted form: ``picks`` by question index, checked against the stored question set
-        (see :func:`check_picks`) before anything is submitted."""
+        (see :func:`check_picks`) and submitted in one store step (:meth:`Store.submit_form`); a
+        second only when the person's groups must be looked up."""
         try:
-            record = await self._guard(self.store.get(ask_id))
-            if record is None:
-                return self._verdict(Outcome.NOT_FOUND, None)
-            if record.status is AskStatus.PENDING:
-                problems = check_picks(record.questions, picks)
-                if problems:
-                    first = problems[min(problems)].text
-                    return Verdict(Outcome.INVALID, record, first, False, problems)
-            # an ended ask is judged by the store whatever the form says: it knows a repeat
-            return await self._submit(record, who, build_answers(record.questions, picks))
+            unknown = who.groups is None and self.membership is not None
+            responder = Responder(
+                user_id=who.user_id, name=who.name, groups=tuple(who.groups or ())
+            )
+            store = self.store
+            result = await self._guard(
+                store.submit_form(ask_id, responder, picks, groups_unknown=unknown)
+            )
+            if result.outcome is SubmitOutcome.GROUPS and result.record is not None:
+                responder = await self._responder(result.record, who)
+                result = await self._guard(store.submit_form(ask_id, responder, picks))
+            if result.outcome is SubmitOutcome.INVALID and result.record is not None:
+                problems = {i: _problem(p) for i, p in result.problems.items()}
+                first = problems[min(problems)].text
+                return Verdict(Outcome.INVALID, result.record, first, False, problems)
+            return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
         except Unavailable:
             return self._verdict(Outcome.UNAVAILABLE, None)
-
-    async def _submit(self, record: AskRecord, who: Caller, answers: list[Answer]) -> Verdict:
-        responder = await self._responder(record, who)
-        result = await self._guard(self.store.submit(record.id, responder, answers))
-        return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
 
     def _verdict(
         self, outcome: Outcome, record: AskRecord | None, user_id: str | None = None
@@ -419,38 +420,22 @@ def _ask_of(verdict: Verdict) -> str:
     return verdict.record.id if verdict.record is not None else "?"
 
 
+_WORDS = {
+    FormProblem.NO_SUCH_QUESTION: Problem(replies.NO_SUCH_QUESTION),
+    FormProblem.NO_SUCH_OPTION: Problem(replies.NO_SUCH_OPTION),
+    FormProblem.TOO_LONG: Problem(replies.TOO_LONG.format(limit=MAX_TYPED), typed=True),
+    FormProblem.NEED_ANSWER: Problem(replies.NEED_ANSWER),
+    FormProblem.ONE_ONLY: Problem(replies.ONE_ONLY),
+    FormProblem.NOT_BOTH: Problem(replies.NOT_BOTH, typed=True),
+}
+
+
+def _problem(found: FormProblem) -> Problem:
+    """A store's :class:`FormProblem` in the person's words."""
+    return _WORDS[found]
+
+
 def check_picks(questions: QuestionSet, picks: Mapping[int, Picks]) -> dict[int, Problem]:
     """What is wrong with a submitted form, by question index; empty when it answers every
-    question completely and nothing else."""
-    qs = questions.questions
-    problems: dict[int, Problem] = {}
-    for i in picks:
-        if not 0 <= i < len(qs):
-            problems[i] = Problem(replies.NO_SUCH_QUESTION)
-    for i, q in enumerate(qs):
-        got = picks.get(i, Picks())
-        text = (got.text or "").strip()
-        chosen = set(got.selected)
-        if any(not 0 <= o < len(q.options) for o in chosen):
-            problems[i] = Problem(replies.NO_SUCH_OPTION)
-        elif len(text) > MAX_TYPED:
-            problems[i] = Problem(replies.TOO_LONG.format(limit=MAX_TYPED), typed=True)
-        elif not chosen and not text:
-            problems[i] = Problem(replies.NEED_ANSWER)
-        elif not q.multiSelect and len(chosen) > 1:
-            problems[i] = Problem(replies.ONE_ONLY)
-        elif not q.multiSelect and chosen and text:
-            problems[i] = Problem(replies.NOT_BOTH, typed=True)
-    return problems
-
-
-def build_answers(questions: QuestionSet, picks: Mapping[int, Picks]) -> list[Answer]:
-    """The answers, in question order, with full labels taken from the stored question set."""
-    answers = []
-    for i, q in enumerate(questions.questions):
-        got = picks.get(i, Picks())
-        chosen = sorted({o for o in got.selected if 0 <= o < len(q.options)})
-        labels = tuple(q.options[o].label for o in chosen)
-        text = (got.text or "").strip()[:MAX_TYPED] or None
-        answers.append(Answer(question=q.question, selected=labels, other_text=text))
-    return answers
+    question completely and nothing else (the store judges the same, :func:`form_problems`)."""
+    return {i: _problem(p) for i, p in form_problems(questions, picks).items()}

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import pytest
 from engine_fixtures import new_record
+from redis.asyncio import Redis
+from redis_server import RedisServer
 
 from bridge import replies, routing
 from bridge.answering import (
@@ -30,7 +32,7 @@ from bridge.answering import (
 )
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer, QuestionSet
-from bridge.record import AskRecord, AskStatus, Submission
+from bridge.record import AskRecord, AskStatus, Responder, Submission
 from bridge.replies import Replies
 from bridge.store.base import Store
 from bridge.store.redis import RedisStore
@@ -759,3 +761,48 @@ def test_step_ids_round_trip_and_fit() -> None:
 def test_malformed_step_ids_are_bad_routes(bad: str) -> None:
     with pytest.raises(routing.BadRoute):
         routing.parse(bad)
+
+
+async def test_a_form_costs_what_its_submission_alone_costs_on_redis(
+    standalone: RedisServer,
+) -> None:
+    """A submitted form is judged, built and submitted by one script, with no read of the record
+    before it: it runs the commands a bare submission of its answers runs and one HGET (and a form
+    that does not fit is refused by that one script)."""
+    store = RedisStore.from_url(standalone.url, prefix=f"form{time.time_ns()}")
+    raw = Redis.from_url(standalone.url, decode_responses=True)
+
+    async def ran(work: Awaitable[object]) -> dict[str, int]:
+        """The commands ``work`` ran (those its scripts ran included), by name."""
+        before = await raw.info("commandstats")
+        await work
+        after = await raw.info("commandstats")
+        return {
+            k: int(v["calls"]) - int(before.get(k, {"calls": 0})["calls"])
+            for k, v in after.items()
+            if k != "cmdstat_info" and v != before.get(k)
+        }
+
+    try:
+        answering = Answering(store, MemoryPoster(), REPLIES, store_timeout=2.0)
+        form, bare = new_record(n=2), new_record(n=2)
+        for record in (form, bare):
+            await store.create(record)
+        refused = await ran(answering.submit_form(form.id, ALICE, {0: Picks((0, 1))}))
+        assert refused["cmdstat_evalsha"] == 1 and refused["cmdstat_hgetall"] == 1  # its own
+        picks = {0: Picks((0,)), 1: Picks((1, 2), "and")}
+        answers = [
+            Answer(question="Question number 0?", selected=("Yes",)),
+            Answer(question="Question number 1?", selected=("No", "Later"), other_text="and"),
+        ]
+        who = Responder(user_id=ALICE.user_id, name=ALICE.name)
+        submitted = await ran(store.submit(bare.id, who, answers))
+        body = submitted["cmdstat_hget"] + 1  # and the script reads the question set
+        assert await ran(answering.submit_form(form.id, ALICE, picks)) == {
+            **submitted,
+            "cmdstat_hget": body,
+        }
+        assert (await store.get(form.id)).answers == tuple(answers)  # type: ignore[union-attr]
+    finally:
+        await store.aclose()
+        await raw.aclose()

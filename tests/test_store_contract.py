@@ -21,7 +21,16 @@ from redis.exceptions import RedisClusterException, RedisError
 from bridge.feed import render_delivery
 from bridge.models import Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
-from bridge.store.base import Delivery, DuplicateAsk, Store, StoreUnavailable, SubmitOutcome
+from bridge.store.base import (
+    MAX_TYPED,
+    Delivery,
+    DuplicateAsk,
+    FormProblem,
+    Picks,
+    Store,
+    StoreUnavailable,
+    SubmitOutcome,
+)
 from bridge.store.redis import RedisStore
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
@@ -467,6 +476,128 @@ async def test_pick_refuses_what_does_not_fit_and_asks_for_groups_recording_noth
     ops = Responder(user_id="U_BOB", groups=("G_OPS",))
     assert (await store.pick(rec.id, ops, 0, 1)).outcome is SubmitOutcome.ALREADY_ANSWERED
     assert (await store.pick("missing", ALICE, 0, 0)).outcome is SubmitOutcome.NOT_FOUND
+
+
+def tricky_form(required: int = 1) -> AskRecord:
+    """Two questions (single-select, then multiSelect) whose texts and labels are :data:`TRICKY`
+    variants, for forms answered through :meth:`Store.submit_form`."""
+    rec = new_record(n=2, answerers=("U_ALICE", "G_OPS"), required=required)
+    qs = tuple(
+        q.model_copy(
+            update={
+                "question": f"{TRICKY} {i}",
+                "options": tuple(
+                    o.model_copy(update={"label": f"{TRICKY[::-1]} {j}"})
+                    for j, o in enumerate(q.options)
+                ),
+            }
+        )
+        for i, q in enumerate(rec.questions.questions)
+    )
+    return rec.model_copy(update={"questions": QuestionSet(questions=qs)})
+
+
+async def test_submit_form_judges_and_builds_the_answers_in_one_step(store: Store) -> None:
+    rec = tricky_form()
+    await store.create(rec)
+    labels = [o.label for o in rec.questions.questions[0].options]
+    picks = {0: Picks((1,)), 1: Picks((2, 0, 2), f"  {TRICKY}  ")}
+    first = await store.submit_form(rec.id, ALICE, picks)
+    assert first.outcome is SubmitOutcome.ACCEPTED and first.record is not None
+    expected = (
+        Answer(question=f"{TRICKY} 0", selected=(labels[1],)),
+        Answer(question=f"{TRICKY} 1", selected=(labels[0], labels[2]), other_text=TRICKY),
+    )
+    assert first.record.answers == expected and not first.problems
+    # the same answers by the same person, whichever way they come, are a repeat
+    assert (await store.submit_form(rec.id, ALICE, picks)).outcome is SubmitOutcome.REPEATED
+    assert (await store.submit(rec.id, ALICE, expected)).outcome is SubmitOutcome.REPEATED
+    answered = [e for e in await store.history(rec.id) if e.kind == "answered"]
+    assert answered[0].detail == {
+        "name": "Alice",
+        "answers": [
+            {"selected": [labels[1]], "other_text": None},
+            {"selected": [labels[0], labels[2]], "other_text": TRICKY},
+        ],
+    }
+    # an ended ask is judged whatever the form says: no problems, the ask's verdict
+    ops = Responder(user_id="U_BOB", groups=("G_OPS",))
+    late = await store.submit_form(rec.id, ops, {5: Picks((9,))})
+    assert late.outcome is SubmitOutcome.ALREADY_ANSWERED and not late.problems
+    assert late.record is not None and late.record.answers == expected
+    # typed text as long as allowed, in characters (each of these is 3 bytes of UTF-8)
+    longest = new_record()
+    await store.create(longest)
+    full = await store.submit_form(longest.id, ALICE, {0: Picks(text="\u20ac" * MAX_TYPED)})
+    assert full.outcome is SubmitOutcome.ACCEPTED and full.record is not None
+    assert full.record.answers == (
+        Answer(question="Question number 0?", other_text="\u20ac" * MAX_TYPED),
+    )
+
+
+@pytest.mark.parametrize(
+    ("picks", "problems"),
+    [
+        ({}, {0: "need_answer", 1: "need_answer"}),
+        (
+            {7: Picks((0,)), -1: Picks((0,))},
+            {0: "need_answer", 1: "need_answer", 7: "no_such_question", -1: "no_such_question"},
+        ),
+        ({0: Picks((3,)), 1: Picks((0,))}, {0: "no_such_option"}),
+        ({0: Picks((0,)), 1: Picks((0, -1))}, {1: "no_such_option"}),
+        ({0: Picks((0, 1)), 1: Picks((0,))}, {0: "one_only"}),
+        ({0: Picks((1, 1)), 1: Picks((0, 1, 2), "and")}, {}),  # a repeated index is one option
+        ({0: Picks((0,), "also this"), 1: Picks((0,))}, {0: "not_both"}),
+        ({0: Picks((), " \n\t "), 1: Picks((1,))}, {0: "need_answer"}),
+        ({0: Picks((0,)), 1: Picks((), "x" * (MAX_TYPED + 1))}, {1: "too_long"}),
+        ({0: Picks((9,), "x" * (MAX_TYPED + 1)), 1: Picks((0, 1), "y")}, {0: "no_such_option"}),
+    ],
+    ids=[
+        "empty",
+        "no-such-question",
+        "option-out-of-range",
+        "negative-option",
+        "two-on-single",
+        "repeated-index",
+        "choice-and-text-on-single",
+        "blank-text",
+        "text-too-long",
+        "option-before-length",
+    ],
+)
+async def test_submit_form_refuses_a_form_that_does_not_fit_recording_nothing(
+    store: Store, picks: dict[int, Picks], problems: dict[int, str]
+) -> None:
+    rec = tricky_form()
+    await store.create(rec)
+    result = await store.submit_form(rec.id, ALICE, picks)
+    if not problems:
+        assert result.outcome is SubmitOutcome.ACCEPTED
+        return
+    assert result.outcome is SubmitOutcome.INVALID and result.record == rec
+    assert result.problems == {i: FormProblem(p) for i, p in problems.items()}
+    assert [e.kind for e in await store.history(rec.id)] == ["created"]
+    assert (await store.get(rec.id)) == rec
+
+
+async def test_submit_form_asks_for_groups_and_keeps_typed_forms_apart(store: Store) -> None:
+    rec = tricky_form()
+    await store.create(rec)
+    picks = {0: Picks((0,)), 1: Picks((1,))}
+    asked = await store.submit_form(rec.id, BOB, picks, groups_unknown=True)
+    assert asked.outcome is SubmitOutcome.GROUPS and asked.record == rec
+    assert [e.kind for e in await store.history(rec.id)] == ["created"]
+    ops = Responder(user_id="U_BOB", groups=("G_OPS",))
+    assert (await store.submit_form(rec.id, ops, picks)).outcome is SubmitOutcome.ACCEPTED
+    assert (await store.submit_form("missing", ALICE, picks)).outcome is SubmitOutcome.NOT_FOUND
+    # several people: equal untyped forms agree, typed ones never do
+    two = tricky_form(required=2)
+    await store.create(two)
+    typed = {0: Picks((0,)), 1: Picks((), "mine")}
+    for who in (ALICE, ops):
+        assert (await store.submit_form(two.id, who, typed)).outcome is SubmitOutcome.RECORDED
+    for who, outcome in ((ALICE, SubmitOutcome.RECORDED), (ops, SubmitOutcome.ACCEPTED)):
+        assert (await store.submit_form(two.id, who, picks)).outcome is outcome
 
 
 async def test_pending_page_pages_latest_expiry_first_with_filters(store: Store) -> None:

@@ -540,6 +540,79 @@ elseif op == 'pick' then
   -- the audit trail's answers leave out the question (bridge.store.base.dump_answers)
   local detail = '{"name":' .. ARGV[13] .. ',"answers":[{"other_text":null,' .. selected .. '}'
   return submit(status, ARGV[7], ARGV[8], ARGV[9], answers, ARGV[12], detail, ARGV[14], false)
+elseif op == 'form' then
+  -- 7 user id, 8 groups JSON, 9 responder JSON, 10 the form: a JSON array of [question index,
+  -- [option indices], typed text (stripped, at most MAX_TYPED characters) or null, true if
+  -- the typed text was longer] (bridge.store.base.typed_text), 11 user JSON, 12 name JSON,
+  -- 13 attempt token, 14 '1': the caller can look up the person's groups (as pick's).
+  -- A pending ask's form is judged here as bridge.store.base.form_problems judges it: 'invalid',
+  -- the record and a flat array of question index, problem; nothing is recorded. Then the
+  -- answers are built from the stored question set (form_answers): one round trip per form.
+  local qs = cjson.decode(redis.call('HGET', rec, 'body')).questions.questions
+  local problems, got = {}, {}
+  for _, p in ipairs(cjson.decode(ARGV[10])) do
+    if p[1] < 0 or p[1] >= #qs then
+      problems[#problems + 1] = p[1]
+      problems[#problems + 1] = 'no_such_question'
+    else
+      got[p[1] + 1] = p
+    end
+  end
+  local answers, kept, typed = {}, {}, false
+  for i, q in ipairs(qs) do
+    local p = got[i]
+    local chosen, n, outside, text, long = {}, 0, false, nil, false
+    if p then
+      for _, o in ipairs(p[2]) do
+        if o < 0 or o >= #q.options then
+          outside = true
+        elseif not chosen[o] then
+          chosen[o], n = true, n + 1
+        end
+      end
+      if p[3] ~= cjson.null then
+        text = p[3]
+      end
+      long = p[4] == true
+    end
+    local problem
+    if outside then
+      problem = 'no_such_option'
+    elseif long then
+      problem = 'too_long'
+    elseif n == 0 and not text then
+      problem = 'need_answer'
+    elseif not q.multiSelect and n > 1 then
+      problem = 'one_only'
+    elseif not q.multiSelect and n > 0 and text then
+      problem = 'not_both'
+    end
+    if problem then
+      problems[#problems + 1] = i - 1
+      problems[#problems + 1] = problem
+    end
+    local labels = {}
+    for o = 0, #q.options - 1 do
+      if chosen[o] then
+        labels[#labels + 1] = jstr(q.options[o + 1].label)
+      end
+    end
+    local other = text and jstr(text) or 'null'
+    typed = typed or text ~= nil
+    local selected = '"selected":[' .. table.concat(labels, ',') .. ']}'
+    answers[i] = '{"other_text":' .. other .. ',"question":' .. jstr(q.question) .. ',' .. selected
+    -- the audit trail's answers leave out the question (bridge.store.base.dump_answers)
+    kept[i] = '{"other_text":' .. other .. ',' .. selected
+  end
+  if status == 'pending' and #problems > 0 then
+    return {'invalid', record(), problems}
+  end
+  if ARGV[14] == '1' and not allowed(ARGV[7], ARGV[8]) then
+    return {'groups', record()}
+  end
+  local detail = '{"name":' .. ARGV[12] .. ',"answers":[' .. table.concat(kept, ',') .. ']}'
+  return submit(status, ARGV[7], ARGV[8], ARGV[9], '[' .. table.concat(answers, ',') .. ']',
+    ARGV[11], detail, ARGV[13], typed)
 elseif op == 'close' then
   -- 7 status (expired|cancelled), 8 user JSON (who closed it, or null)
   if status == ARGV[7] then

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from bridge.models import Answer
+from bridge.models import Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 
 DEFAULT_RETENTION = 30 * 86400.0
@@ -138,15 +138,85 @@ class SubmitOutcome(StrEnum):
     # (it was past expires_at): then nobody else re-renders it, the caller must (Store.submit)
     NOT_ALLOWED = "not_allowed"  # the person is not among the ask's answerers; nothing changed
     NOT_FOUND = "not_found"  # no such ask (never existed, or past its retention)
-    # only from Store.pick, with nothing changed:
-    INVALID = "invalid"  # not a one-click ask, or no such question or option
+    # only from Store.pick and Store.submit_form, with nothing changed:
+    INVALID = "invalid"  # not a one-click ask, or no such question or option; a form's problems
     GROUPS = "groups"  # look up the person's groups among record.answerers, then pick again
+
+
+MAX_TYPED = 2000
+"""Longest typed answer accepted (Slack's text input allows 3000, Discord's 4000)."""
+
+
+@dataclass(frozen=True)
+class Picks:
+    """One question's part of a submitted form: chosen option indices and typed text."""
+
+    selected: tuple[int, ...] = ()
+    text: str | None = None
+
+
+class FormProblem(StrEnum):
+    """Why a form's answer to one question cannot be taken (:meth:`Store.submit_form`); the
+    answering layer words it for the person."""
+
+    NO_SUCH_QUESTION = "no_such_question"
+    NO_SUCH_OPTION = "no_such_option"
+    TOO_LONG = "too_long"  # the typed text is longer than MAX_TYPED
+    NEED_ANSWER = "need_answer"
+    ONE_ONLY = "one_only"  # several options of a single-select question
+    NOT_BOTH = "not_both"  # an option and typed text for a single-select question
+
+
+def typed_text(picks: Picks) -> tuple[str | None, bool]:
+    """A question's typed text as it is judged and kept: stripped, at most :data:`MAX_TYPED`
+    characters (``None`` if nothing is left), and whether it was longer than that."""
+    text = (picks.text or "").strip()
+    return text[:MAX_TYPED] or None, len(text) > MAX_TYPED
+
+
+def form_problems(questions: QuestionSet, picks: Mapping[int, Picks]) -> dict[int, FormProblem]:
+    """What is wrong with a submitted form, by question index; empty when it answers every
+    question completely and nothing else. (``ask.lua``'s ``form`` op judges the same way.)"""
+    qs = questions.questions
+    problems: dict[int, FormProblem] = {}
+    for i in picks:
+        if not 0 <= i < len(qs):
+            problems[i] = FormProblem.NO_SUCH_QUESTION
+    for i, q in enumerate(qs):
+        got = picks.get(i, Picks())
+        text, too_long = typed_text(got)
+        chosen = set(got.selected)
+        if any(not 0 <= o < len(q.options) for o in chosen):
+            problems[i] = FormProblem.NO_SUCH_OPTION
+        elif too_long:
+            problems[i] = FormProblem.TOO_LONG
+        elif not chosen and not text:
+            problems[i] = FormProblem.NEED_ANSWER
+        elif not q.multiSelect and len(chosen) > 1:
+            problems[i] = FormProblem.ONE_ONLY
+        elif not q.multiSelect and chosen and text:
+            problems[i] = FormProblem.NOT_BOTH
+    return problems
+
+
+def form_answers(questions: QuestionSet, picks: Mapping[int, Picks]) -> list[Answer]:
+    """A form's answers, in question order, with full labels taken from the stored question
+    set (options out of range left out: an ended ask judges the form whatever it holds)."""
+    answers = []
+    for i, q in enumerate(questions.questions):
+        got = picks.get(i, Picks())
+        chosen = sorted({o for o in got.selected if 0 <= o < len(q.options)})
+        labels = tuple(q.options[o].label for o in chosen)
+        answers.append(Answer(question=q.question, selected=labels, other_text=typed_text(got)[0]))
+    return answers
 
 
 @dataclass(frozen=True)
 class SubmitResult:
     outcome: SubmitOutcome
     record: AskRecord | None
+    problems: Mapping[int, FormProblem] = field(default_factory=dict)
+    """``INVALID`` forms (:meth:`Store.submit_form`): what is wrong with each question."""
 
     @property
     def ok(self) -> bool:
@@ -405,6 +475,37 @@ class Store(ABC):
         q = qs[question]
         answer = Answer(question=q.question, selected=(q.options[option].label,))
         return await self.submit(ask_id, who, [answer], now=now, attempt=attempt)
+
+    async def submit_form(
+        self,
+        ask_id: str,
+        who: Responder,
+        picks: Mapping[int, Picks],
+        *,
+        groups_unknown: bool = False,
+        now: float | None = None,
+        attempt: str | None = None,
+    ) -> SubmitResult:
+        """A submitted form: ``picks`` by question index, judged against the stored question set
+        (:func:`form_problems`), its answers built from it (:func:`form_answers`) and submitted
+        as :meth:`submit` would, in one step -- a form costs one round trip to a networked
+        store, like a click (:meth:`pick`).
+
+        ``INVALID`` (with the record and :attr:`SubmitResult.problems`) when a *pending* ask's
+        form has problems; an ended ask is judged by :meth:`submit` whatever the form says (it
+        knows a repeat). ``groups_unknown`` as for :meth:`pick`. Neither records anything. This
+        default reads, then submits; a networked store does both in one atomic step."""
+        record = await self.get(ask_id)
+        if record is None:
+            return SubmitResult(SubmitOutcome.NOT_FOUND, None)
+        if record.status is AskStatus.PENDING:
+            problems = form_problems(record.questions, picks)
+            if problems:
+                return SubmitResult(SubmitOutcome.INVALID, record, problems)
+        if groups_unknown and not record.may_answer(who):
+            return SubmitResult(SubmitOutcome.GROUPS, record)
+        answers = form_answers(record.questions, picks)
+        return await self.submit(ask_id, who, answers, now=now, attempt=attempt)
 
     @abstractmethod
     async def close(

@@ -46,7 +46,15 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from importlib.resources import files
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
@@ -83,8 +91,10 @@ from bridge.store.base import (
     Delivery,
     DuplicateAsk,
     Ended,
+    FormProblem,
     HistoryEvent,
     PendingPage,
+    Picks,
     Store,
     StoreUnavailable,
     SubmitOutcome,
@@ -99,6 +109,7 @@ from bridge.store.base import (
     parse_cursor,
     parse_step,
     timer_detail,
+    typed_text,
 )
 from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys, pending_member, platform_range
 from bridge.store.redis_batch import Call, Pipelined
@@ -633,6 +644,10 @@ class RedisStore(Store):
         if reply[0] in ("accepted", "expired"):  # this submission ended it
             await self._unpend(record)
             await self._ended(ask_id, raw, record)
+        if reply[0] == "invalid" and len(reply) > 2:  # a form's problems (ask.lua's form op)
+            found = reply[2]
+            problems = {int(found[i]): FormProblem(found[i + 1]) for i in range(0, len(found), 2)}
+            return SubmitResult(SubmitOutcome.INVALID, record, problems)
         return SubmitResult(_OUTCOMES[reply[0]], record)
 
     @_guarded("pick")
@@ -660,6 +675,41 @@ class RedisStore(Store):
                 who.model_dump_json(),
                 question,
                 option,
+                json.dumps(who.user_id),
+                json.dumps(who.name, ensure_ascii=False),
+                attempt,
+                "1" if groups_unknown else "0",
+            ),
+            now,
+        )
+        mark = now + self.lease_ttl  # as submit's
+        return await self._judged(ask_id, await self._index_and_run(ask_id, mark, argv, xx=True))
+
+    @_guarded("submit_form")
+    async def submit_form(
+        self,
+        ask_id: str,
+        who: Responder,
+        picks: Mapping[int, Picks],
+        *,
+        groups_unknown: bool = False,
+        now: float | None = None,
+        attempt: str | None = None,
+    ) -> SubmitResult:
+        """One script: ``ask.lua`` judges the form and builds the answers from the stored
+        question set; the typed text is stripped and measured here (in characters)."""
+        await self._init()
+        now = time.time() if now is None else now
+        attempt = secrets.token_hex(8) if attempt is None else attempt
+        form = [[i, list(p.selected), *typed_text(p)] for i, p in picks.items()]
+        argv = self._argv(
+            "form",
+            ask_id,
+            (
+                who.user_id,
+                json.dumps(list(who.groups)),
+                who.model_dump_json(),
+                json.dumps(form, ensure_ascii=False),
                 json.dumps(who.user_id),
                 json.dumps(who.name, ensure_ascii=False),
                 attempt,
