@@ -17,10 +17,12 @@ from engine_fixtures import LIVE_LEASE, StoreFactory, new_record, url_for
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, RedisError
+from redis_server import RedisServer
 
 from bridge.feed import render_delivery
 from bridge.models import Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
+from bridge.store import redis_codec
 from bridge.store.base import (
     MAX_TYPED,
     Delivery,
@@ -598,6 +600,33 @@ async def test_submit_form_asks_for_groups_and_keeps_typed_forms_apart(store: St
         assert (await store.submit_form(two.id, who, typed)).outcome is SubmitOutcome.RECORDED
     for who, outcome in ((ALICE, SubmitOutcome.RECORDED), (ops, SubmitOutcome.ACCEPTED)):
         assert (await store.submit_form(two.id, who, picks)).outcome is outcome
+
+
+async def test_a_submission_builds_its_record_only_when_read(
+    standalone: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller that needs only the verdict (an agent answering through the store) builds no
+    record: the stored fields become an :class:`AskRecord` when ``record`` is first read, once."""
+    built: list[str] = []
+    build = redis_codec.record
+
+    def counted(raw: dict[str, str]) -> AskRecord:
+        built.append(raw["status"])
+        return build(raw)
+
+    monkeypatch.setattr(redis_codec, "record", counted)
+    store = RedisStore.from_url(standalone.url, prefix=f"lazy{secrets.token_hex(4)}")
+    try:
+        rec = new_record()
+        await store.create(rec)
+        result = await store.submit(rec.id, ALICE, YES)
+        assert result.ok and built == []
+        assert result.record is result.record and built == ["answered"]
+        assert result.record.answers == YES
+        refused = await store.submit_form(rec.id, BOB, {0: Picks((0,))})
+        assert refused.outcome is SubmitOutcome.ALREADY_ANSWERED and built == ["answered"]
+    finally:
+        await store.aclose()
 
 
 async def test_pending_page_pages_latest_expiry_first_with_filters(store: Store) -> None:

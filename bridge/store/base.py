@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -211,12 +211,35 @@ def form_answers(questions: QuestionSet, picks: Mapping[int, Picks]) -> list[Ans
     return answers
 
 
-@dataclass(frozen=True)
 class SubmitResult:
-    outcome: SubmitOutcome
-    record: AskRecord | None
-    problems: Mapping[int, FormProblem] = field(default_factory=dict)
-    """``INVALID`` forms (:meth:`Store.submit_form`): what is wrong with each question."""
+    """How a submission was judged, and the ask as it stood after it.
+
+    ``record`` is built when first read: a networked store keeps the stored fields until then,
+    so a caller that needs only the outcome (an agent answering through the store, a bench)
+    never builds a record, and one that reads it builds it once."""
+
+    __slots__ = ("_build", "_record", "outcome", "problems")
+
+    def __init__(
+        self,
+        outcome: SubmitOutcome,
+        record: AskRecord | None,
+        problems: Mapping[int, FormProblem] | None = None,
+        *,
+        build: Callable[[], AskRecord] | None = None,
+    ) -> None:
+        self.outcome = outcome
+        self.problems: Mapping[int, FormProblem] = problems or {}
+        """``INVALID`` forms (:meth:`Store.submit_form`): what is wrong with each question."""
+        self._record = record
+        self._build = build
+
+    @property
+    def record(self) -> AskRecord | None:
+        """The ask after the submission (``None``: not found)."""
+        if self._build is not None:
+            self._record, self._build = self._build(), None
+        return self._record
 
     @property
     def ok(self) -> bool:
@@ -225,6 +248,9 @@ class SubmitResult:
             SubmitOutcome.REPEATED,
             SubmitOutcome.RECORDED,
         )
+
+    def __repr__(self) -> str:
+        return f"SubmitResult({self.outcome!r}, {self.record!r}, {dict(self.problems)!r})"
 
 
 class HistoryEvent(BaseModel):

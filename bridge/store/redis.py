@@ -470,11 +470,11 @@ class RedisStore(Store):
             pipe.expire(self.keys.due, _INDEX_TTL + int(self.retention))
             await pipe.execute()
 
-    async def _untime(self, record: AskRecord) -> None:
+    async def _untime(self, ask_id: str, raw: dict[str, str]) -> None:
         """An ask with follow-ups ended: nothing is due for it any more (a sweep that visits it
         first drops it as well)."""
-        if record.follow_ups is not None:
-            await self._r.zrem(self.keys.timers, record.id)
+        if codec.has_follow_ups(raw):
+            await self._r.zrem(self.keys.timers, ask_id)
 
     async def _tell(self, ask_ids: Sequence[str]) -> list[bool]:
         """Put ended asks on the ended-asks stream (one round trip), then mark them told (one
@@ -491,11 +491,11 @@ class RedisStore(Store):
         replies = await self._run_many("told", ask_ids, ())
         return [reply[0] != "ok" or reply[1] == "1" for reply in replies]
 
-    async def _ended(self, ask_id: str, raw: dict[str, str], record: AskRecord) -> None:
+    async def _ended(self, ask_id: str, raw: dict[str, str]) -> None:
         """An ask just left ``pending`` (by this process's step): tell the ended-asks stream,
         feed it if the answers feed gets it, drop it from ``due`` if nothing is left to do (its
         final state is shown), and from ``timers``."""
-        await self._untime(record)
+        await self._untime(ask_id, raw)
         if raw.get(Fields.TOLD) == "0":
             (settled,) = await self._tell([ask_id])
             raw = {**raw, Fields.TOLD: "1"}
@@ -636,19 +636,21 @@ class RedisStore(Store):
         return await self._judged(ask_id, await self._index_and_run(ask_id, mark, argv, xx=True))
 
     async def _judged(self, ask_id: str, reply: list[Any]) -> SubmitResult:
-        """A submission's verdict, after finishing what the script left to this process."""
+        """A submission's verdict, after finishing what the script left to this process; its
+        record is built only if the caller reads it (see :class:`SubmitResult`)."""
         if reply[0] == "missing":
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
         raw = codec.pairs(reply[1])
-        record = codec.record(raw)
+        found = reply[2] if reply[0] == "invalid" and len(reply) > 2 else []  # a form's problems
+        problems = {int(found[i]): FormProblem(found[i + 1]) for i in range(0, len(found), 2)}
+        result = SubmitResult(_OUTCOMES[reply[0]], None, problems, build=lambda: codec.record(raw))
         if reply[0] in ("accepted", "expired"):  # this submission ended it
-            await self._unpend(record)
-            await self._ended(ask_id, raw, record)
-        if reply[0] == "invalid" and len(reply) > 2:  # a form's problems (ask.lua's form op)
-            found = reply[2]
-            problems = {int(found[i]): FormProblem(found[i + 1]) for i in range(0, len(found), 2)}
-            return SubmitResult(SubmitOutcome.INVALID, record, problems)
-        return SubmitResult(_OUTCOMES[reply[0]], record)
+            if self._cluster:
+                record = result.record
+                assert record is not None  # built from the reply's record hash
+                await self._unpend(record)
+            await self._ended(ask_id, raw)
+        return result
 
     @_guarded("pick")
     async def pick(
@@ -736,7 +738,7 @@ class RedisStore(Store):
         raw = codec.pairs(reply[1])
         record = codec.record(raw)
         await self._unpend(record)
-        await self._ended(ask_id, raw, record)
+        await self._ended(ask_id, raw)
         return record
 
     @_guarded("release")

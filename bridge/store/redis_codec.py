@@ -50,6 +50,13 @@ def record(raw: dict[str, str]) -> AskRecord:
     return built.model_copy(update={"submissions": submissions(built, subs)}) if subs else built
 
 
+def has_follow_ups(raw: dict[str, str]) -> bool:
+    """Whether the ask has follow-ups, read without building the record: its ``body`` is
+    canonical JSON (:func:`body`) holding ``"follow_ups":null`` when it has none (that text
+    cannot occur inside a JSON string, whose quotes are escaped)."""
+    return '"follow_ups":null' not in raw[Fields.BODY]
+
+
 def submissions(record: AskRecord, stored: Sequence[str]) -> tuple[Submission, ...]:
     """The ``sub:<user id>`` fields as submissions, oldest first: their answers leave out the
     question texts (as the audit trail's do), taken back from the record's question set."""
