@@ -248,7 +248,7 @@ class RedisStore(Store):
         self._pipelined = Pipelined(self._send_scripts)
         self._cluster = isinstance(client, RedisCluster)
         self._ready = not self._cluster
-        self._ready_lock = asyncio.Lock()
+        self._starting: asyncio.Task[None] | None = None
         self._follower: asyncio.Task[None] | None = None
 
     @classmethod
@@ -290,12 +290,21 @@ class RedisStore(Store):
             )
         if self._ready and self._epoch is not None:
             return
-        async with self._ready_lock:
-            if not self._ready:
-                await self._r.initialize()
-                self._ready = True
-            if self._epoch is None:
-                self._epoch = await self._adopt_epoch()
+        # One attempt at a time, shared by every operation that arrives meanwhile: with Redis
+        # down, N concurrent first operations then fail together after one attempt's retries
+        # (about 8 s), not one after another (N times that). An operation arriving after an
+        # attempt failed starts a new one. Shielded: a cancelled caller leaves it to the others.
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.create_task(self._start(), name="ask-bridge store start")
+            self._starting.add_done_callback(_retrieved)
+        await asyncio.shield(self._starting)
+
+    async def _start(self) -> None:
+        if not self._ready:
+            await self._r.initialize()
+            self._ready = True
+        if self._epoch is None:
+            self._epoch = await self._adopt_epoch()
 
     async def _adopt_epoch(self) -> str | None:
         """The deployment's epoch: set it if nobody did (SET NX), then read what stands."""
@@ -1174,6 +1183,8 @@ class RedisStore(Store):
 
     async def aclose(self) -> None:
         """Stop the background tasks, then close every connection."""
+        if self._starting is not None and not self._starting.done():
+            await stop(self._starting)
         if self._follower is not None:
             await stop(self._follower)  # not a bare cancel: see bridge.aio
             self._follower = None
@@ -1182,6 +1193,13 @@ class RedisStore(Store):
         if self._sub is not self._r:
             await self._sub.aclose()
         await self._r.aclose()
+
+
+def _retrieved(attempt: asyncio.Future[None]) -> None:
+    """Mark a shared start attempt's failure as seen: every caller may have gone (cancelled),
+    and each that awaited it got the error already."""
+    if not attempt.cancelled():
+        attempt.exception()
 
 
 def _settled(raw: dict[str, str]) -> bool:
