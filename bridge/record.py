@@ -12,9 +12,10 @@ import time
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bridge.models import Answer, QuestionSet
+from bridge.text import encodable
 
 
 def new_ask_id() -> str:
@@ -87,6 +88,13 @@ class Responder(BaseModel):
     user_id: str
     name: str | None = None
     groups: tuple[str, ...] = ()
+
+    @field_validator("name")
+    @classmethod
+    def _encodable(cls, name: str | None) -> str | None:
+        """A platform's display name is untrusted text: a lone surrogate in it (a JSON escape)
+        would make the record unstorable."""
+        return None if name is None else encodable(name)
 
 
 MAX_EXPIRES = 10 * 365 * 86400.0

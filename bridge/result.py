@@ -22,6 +22,7 @@ from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.models import Answer, Question, QuestionSet
 from bridge.record import Submission
+from bridge.text import encodable
 
 HANDLER_FAILED = "could not get the person's answer: "
 OTHER_TEXT_SEPARATOR = "; "
@@ -29,15 +30,6 @@ OTHER_TEXT_SEPARATOR = "; "
 
 class HandlerError(Exception):
     """A handler returned something that is not an answer to the questions asked."""
-
-
-def _valid_unicode(text: str) -> str:
-    """``text`` with lone surrogates (undecodable input) replaced, so the result encodes."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 @dataclass
@@ -49,7 +41,7 @@ class _Draft:
 
     def add(self, value: str) -> None:
         """A label goes to ``selected``; any other non-empty text is the person's own answer."""
-        text = _valid_unicode(value.strip())
+        text = encodable(value.strip())
         if not text:
             return
         if text in self.question.option_labels():

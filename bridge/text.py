@@ -102,3 +102,17 @@ def shown(text: str) -> str:
 def one_line(text: str) -> str:
     """Newlines collapsed to spaces, for places that show one line (buttons, labels, headers)."""
     return " ".join(text.split())
+
+
+def encodable(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD, so it encodes as UTF-8.
+
+    A JSON ``"\ud800"`` escape (a platform's payload, a handler's reply) decodes to a lone
+    surrogate, which no encoder takes: Redis, a log line or a reply would fail on it. Text taken
+    from people is made encodable where it enters (typed text, display names), so nothing fails
+    later; :func:`visible` removes them from what is shown."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text

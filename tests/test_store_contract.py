@@ -537,6 +537,21 @@ async def test_submit_form_judges_and_builds_the_answers_in_one_step(store: Stor
     )
 
 
+async def test_lone_surrogates_from_a_payload_are_stored_replaced(store: Store) -> None:
+    """A JSON "\\ud800" escape in a platform's payload (typed text, a display name) decodes to a
+    lone surrogate, which UTF-8 cannot encode: the answer is still taken, the surrogate shown as
+    U+FFFD, instead of the click failing."""
+    rec = new_record()
+    await store.create(rec)
+    who = Responder(user_id="U_ODD", name="Od\ud800d")
+    done = await store.submit_form(rec.id, who, {0: Picks(text="fine\udc00 text")})
+    assert done.outcome is SubmitOutcome.ACCEPTED and done.record is not None
+    assert done.record.answers is not None
+    assert done.record.answers[0].other_text == "fine\ufffd text"
+    assert done.record.answered_by is not None
+    assert done.record.answered_by.name == "Od\ufffdd"
+
+
 @pytest.mark.parametrize(
     ("picks", "problems"),
     [

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from bridge.models import Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
+from bridge.text import encodable
 
 DEFAULT_RETENTION = 30 * 86400.0
 """Seconds a finished ask (record, audit trail, feed entry) is kept."""
@@ -169,8 +170,9 @@ class FormProblem(StrEnum):
 
 def typed_text(picks: Picks) -> tuple[str | None, bool]:
     """A question's typed text as it is judged and kept: stripped, at most :data:`MAX_TYPED`
-    characters (``None`` if nothing is left), and whether it was longer than that."""
-    text = (picks.text or "").strip()
+    characters (``None`` if nothing is left), and whether it was longer than that. Lone
+    surrogates (a JSON escape in a platform's payload) become U+FFFD, so the text can be stored."""
+    text = encodable((picks.text or "").strip())
     return text[:MAX_TYPED] or None, len(text) > MAX_TYPED
 
 
