@@ -567,21 +567,26 @@ class RedisStore(Store):
 
     @_guarded("set_message")
     async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
-        raw = await self._set_message(ask_id, message)
+        raw = await self._set_message(ask_id, message, brief=False)
         return codec.record(raw) if raw is not None else None
 
     @_guarded("message_posted")
     async def message_posted(self, ask_id: str, message: MessageRef) -> AskRecord | None:
-        raw = await self._set_message(ask_id, message)
+        raw = await self._set_message(ask_id, message, brief=True)
         if raw is None or raw[Fields.STATUS] == "pending":
             return None  # the usual case: no record built
         return codec.record(raw)
 
-    async def _set_message(self, ask_id: str, message: MessageRef) -> dict[str, str] | None:
-        """The record hash after recording the message; ``None`` for an unknown ask."""
+    async def _set_message(
+        self, ask_id: str, message: MessageRef, *, brief: bool
+    ) -> dict[str, str] | None:
+        """The record hash after recording the message; ``None`` for an unknown ask. ``brief``:
+        only ``{status: pending}`` while it is pending -- the script sends no record, so a wave
+        of posts does not read and parse a whole record each (the peak stays in RSS)."""
         await self._init()
         detail = json.dumps({"message": message.model_dump(mode="json")})
-        argv = self._argv("message", ask_id, (message.model_dump_json(), detail), None)
+        args = (message.model_dump_json(), detail, "1" if brief else "0")
+        argv = self._argv("message", ask_id, args, None)
         # Indexed with the script (NX: an indexed ask keeps its score): an ask that ended, and
         # left the index, before its message was known must be shown -- by a sweep if need be.
         mark = time.time() + self.render_interval
@@ -589,6 +594,8 @@ class RedisStore(Store):
         if reply[0] != "ok":
             await self._r.zrem(self.keys.due, ask_id)
             return None
+        if len(reply) == 1:  # brief, and pending
+            return {Fields.STATUS: "pending"}
         return codec.pairs(reply[1])
 
     @_guarded("defer")
