@@ -95,10 +95,15 @@ def test_list_pages_newest_first_with_a_cursor(
     assert capsys.readouterr().out == ""
     assert main(["list", "--older-than", "60"]) == 0
     assert capsys.readouterr().out == ""
-    assert main(["list", "--cursor", "nonsense"]) == 2
+    assert main(["list", "--cursor", "nonsense"]) == 1
     assert "not a cursor" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
+    # a bad command line is a configuration failure too: one line, status 1 (2 is ask's
+    # "question set rejected")
+    with pytest.raises(SystemExit) as stopped:
         main(["list", "--limit", "0"])
+    assert stopped.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--limit" in err and "usage:" not in err
 
 
 def test_ask_ids_are_unguessable_and_never_look_like_options() -> None:

@@ -19,6 +19,9 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn
+
+from bridge.cli.failures import FAILED
 
 COMMAND_MODULES = (
     "bridge.cli.demo",
@@ -38,7 +41,8 @@ else is tried (``doctor`` reports them in its table instead)."""
 EPILOG = (
     "Exit status 1, in every command: a configuration or infrastructure failure (bad setting, "
     "token refused, Redis or the platform unreachable, port busy, missing extra), told in one "
-    "line on stderr. `ask` and `wait` also use 3 and 4, `ask` 2 (see `ask-bridge ask --help`)."
+    "line on stderr; so is a bad command line. `ask` and `wait` also use 3 and 4, `ask` 2 (see "
+    "`ask-bridge ask --help`)."
 )
 
 
@@ -49,8 +53,17 @@ def _version() -> str:
         return "0+unknown"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is a configuration failure like any other: one line
+    naming the argument, exit status 1 (argparse's own 2 is what ``ask`` says of a rejected
+    question set, which a pipeline must be able to tell apart)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(FAILED, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ask-bridge",
         description="Let an LLM agent ask people multiple-choice questions and get the answers.",
         epilog=EPILOG,
@@ -77,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
-    from bridge.cli.failures import BROKEN_PIPE, FAILED, explain
+    from bridge.cli.failures import BROKEN_PIPE, explain
 
     try:
         _logging(args)

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from bridge.cli.args import positive, seconds
+from bridge.cli.failures import FAILED
 
 
 def register(sub: Any) -> None:
@@ -95,7 +96,7 @@ def _list(args: argparse.Namespace) -> int:
             )
         except ValueError as exc:  # a cursor this store never gave out
             print(f"ask-bridge list: {exc}", file=sys.stderr)
-            return 2
+            return FAILED
         for rec in page.asks:
             if args.json:
                 print(rec.model_dump_json())
