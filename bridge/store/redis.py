@@ -681,27 +681,8 @@ class RedisStore(Store):
         attempt: str | None = None,
     ) -> SubmitResult:
         """One script: ``ask.lua`` builds the answer from the stored question set."""
-        await self._init()
-        now = time.time() if now is None else now
-        attempt = secrets.token_hex(8) if attempt is None else attempt
-        argv = self._argv(
-            "pick",
-            ask_id,
-            (
-                who.user_id,
-                json.dumps(list(who.groups)),
-                who.model_dump_json(),
-                question,
-                option,
-                json.dumps(who.user_id),
-                json.dumps(who.name, ensure_ascii=False),
-                attempt,
-                "1" if groups_unknown else "0",
-            ),
-            now,
-        )
-        mark = now + self.lease_ttl  # as submit's
-        return await self._judged(ask_id, await self._index_and_run(ask_id, mark, argv, xx=True))
+        choice = (question, option)
+        return await self._choose("pick", ask_id, who, choice, groups_unknown, now, attempt)
 
     @_guarded("submit_form")
     async def submit_form(
@@ -716,18 +697,33 @@ class RedisStore(Store):
     ) -> SubmitResult:
         """One script: ``ask.lua`` judges the form and builds the answers from the stored
         question set; the typed text is stripped and measured here (in characters)."""
+        form = [[i, list(p.selected), *typed_text(p)] for i, p in picks.items()]
+        choice = (json.dumps(form, ensure_ascii=False),)
+        return await self._choose("form", ask_id, who, choice, groups_unknown, now, attempt)
+
+    async def _choose(
+        self,
+        op: str,
+        ask_id: str,
+        who: Responder,
+        choice: tuple[Any, ...],
+        groups_unknown: bool,
+        now: float | None,
+        attempt: str | None,
+    ) -> SubmitResult:
+        """Run ``pick`` or ``form``: the person, what they chose (the op's own arguments), and
+        the rest as :meth:`submit` sends it; the script builds the answers from the stored set."""
         await self._init()
         now = time.time() if now is None else now
         attempt = secrets.token_hex(8) if attempt is None else attempt
-        form = [[i, list(p.selected), *typed_text(p)] for i, p in picks.items()]
         argv = self._argv(
-            "form",
+            op,
             ask_id,
             (
                 who.user_id,
                 json.dumps(list(who.groups)),
                 who.model_dump_json(),
-                json.dumps(form, ensure_ascii=False),
+                *choice,
                 json.dumps(who.user_id),
                 json.dumps(who.name, ensure_ascii=False),
                 attempt,
