@@ -457,39 +457,39 @@ class MemoryStore(Store):
                 entry.lease_until = 0.0
 
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        with self._lock:
-            entry = self._live(ask_id)
-            if entry is None:
-                return None
-            entry.waiting += 1
-            self._waiters.setdefault(ask_id, set()).add(fut)
-            if entry.record.status is not AskStatus.PENDING:
-                fut.set_result(None)
-        try:
-            await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
+        entry = await self._until_ended(ask_id, timeout, holds_lease=True)
+        if entry is None:
             return None
-        finally:
-            with self._lock:
-                group = self._waiters.get(ask_id, set())
-                group.discard(fut)
-                if not group:
-                    self._waiters.pop(ask_id, None)
-                entry.waiting -= 1
-                entry.lease_until = time.time() + self.lease_ttl
         with self._lock:
             self._take(entry)
             return entry.record
 
     async def observe(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
+        # no lease, no take: the outcome goes where it would have gone
+        entry = await self._until_ended(ask_id, timeout, holds_lease=False)
+        if entry is None:
+            return None
+        with self._lock:
+            return entry.record
+
+    async def _until_ended(
+        self,
+        ask_id: str,
+        timeout: float,  # noqa: ASYNC109
+        *,
+        holds_lease: bool,
+    ) -> _Ask | None:
+        """Block until the ask leaves ``pending``: its entry, or ``None`` on timeout or for an
+        unknown ask. ``holds_lease``: a waiting call (:meth:`wait`) keeps the ask's lease alive
+        meanwhile and for a lease after; an observer (:meth:`observe`) does not."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
-        with self._lock:  # no lease, no take: the outcome goes where it would have gone
+        with self._lock:
             entry = self._live(ask_id)
             if entry is None:
                 return None
+            if holds_lease:
+                entry.waiting += 1
             self._waiters.setdefault(ask_id, set()).add(fut)
             if entry.record.status is not AskStatus.PENDING:
                 fut.set_result(None)
@@ -503,8 +503,10 @@ class MemoryStore(Store):
                 group.discard(fut)
                 if not group:
                     self._waiters.pop(ask_id, None)
-        with self._lock:
-            return entry.record
+                if holds_lease:
+                    entry.waiting -= 1
+                    entry.lease_until = time.time() + self.lease_ttl
+        return entry
 
     async def record_event(
         self, ask_id: str, kind: str, *, user_id: str | None = None, **detail: Any
