@@ -139,3 +139,11 @@ async def command_calls(raw: Any, command: str) -> int:
     stats = await raw.info("commandstats")
     entry = stats.get(f"cmdstat_{command}")
     return int(entry["calls"]) if entry else 0
+
+
+async def server_cpu(raw: Any) -> float:
+    """CPU seconds the server process has spent (INFO cpu: user + system, all its threads): the
+    difference over a phase is the server's cost of that phase, for 'how many clients one Redis
+    serves'."""
+    info = await raw.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])

@@ -10,6 +10,9 @@ CPU time is the whole client cost of a cycle.
 
 Baseline in the same run: create + submit only (no waiting call, no wake-up, no confirm), the figure
 an earlier version of this bench reported.
+
+The server's CPU over each phase (INFO cpu) is printed per cycle too, and what it implies: how many
+cycles per second one Redis core carries, so how many such client processes one Redis serves.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import asyncio
 import sys
 import time
 
-from engine_common import NullPoster, four_questions, record, server_url
+from engine_common import NullPoster, four_questions, record, server_cpu, server_url
+from redis.asyncio import Redis
 
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.models import Answer
@@ -43,8 +47,8 @@ class ShownStore(RedisStore):
         return record
 
 
-async def full_cycles(url: str, seconds: float) -> tuple[int, float, float]:
-    """Cycles done, wall seconds, CPU seconds."""
+async def full_cycles(url: str, seconds: float) -> tuple[int, float, float, float]:
+    """Cycles done, wall seconds, client CPU seconds, server CPU seconds."""
     client, subscriber = connect(url, max_connections=DEFAULT_MAX_CONNECTIONS)
     agent = ShownStore(client, subscriber, prefix="tp")
     agent.shown = asyncio.Queue()
@@ -78,25 +82,31 @@ async def full_cycles(url: str, seconds: float) -> tuple[int, float, float]:
     stop_at = time.perf_counter() + 1.0  # warm up
     await asyncio.gather(*(caller() for _ in range(IN_FLIGHT)))
     done = 0
+    raw = Redis.from_url(url)
+    server0 = await server_cpu(raw)
     cpu0, t0 = time.process_time(), time.perf_counter()
     stop_at = t0 + seconds
     await asyncio.gather(*(caller() for _ in range(IN_FLIGHT)))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    server = await server_cpu(raw) - server0
+    await raw.aclose()
     for task in answering:
         task.cancel()
     await asyncio.gather(*answering, return_exceptions=True)
     await clicks.aclose()
     await agent.aclose()
-    return done, wall, cpu
+    return done, wall, cpu, server
 
 
-async def create_submit(url: str, seconds: float) -> tuple[int, float, float]:
+async def create_submit(url: str, seconds: float) -> tuple[int, float, float, float]:
     """The baseline: create + submit only, the answer left for a later hand-off."""
     store = RedisStore.from_url(url, prefix="tp0")
     qs = four_questions()
     answers = tuple(Answer(question=q.question, selected=("Option 2",)) for q in qs.questions)
     who = Responder(user_id="U1", name="Una")
     done = 0
+    raw = Redis.from_url(url)
+    server0 = await server_cpu(raw)
     cpu0, t0 = time.process_time(), time.perf_counter()
     stop_at = t0 + seconds
 
@@ -111,13 +121,15 @@ async def create_submit(url: str, seconds: float) -> tuple[int, float, float]:
 
     await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    server = await server_cpu(raw) - server0
+    await raw.aclose()
     await store.aclose()
-    return done, wall, cpu
+    return done, wall, cpu, server
 
 
 async def run(url: str, seconds: float) -> None:
-    n, wall, cpu = await full_cycles(url, seconds)
-    b, bwall, bcpu = await create_submit(url, seconds)
+    n, wall, cpu, server = await full_cycles(url, seconds)
+    b, bwall, bcpu, bserver = await create_submit(url, seconds)
     print(f"one process, {IN_FLIGHT} in flight, 4-question asks, {seconds:g} s each")
     print(
         f"full cycle (ChatHandler call -> submit -> wake-up -> return -> confirm): "
@@ -127,6 +139,11 @@ async def run(url: str, seconds: float) -> None:
     print(
         f"baseline create + submit only:   {b / bcpu:,.0f} per client CPU-second "
         f"({b / bwall:,.0f}/s wall, CPU {bcpu / bwall:.0%})"
+    )
+    print(
+        f"server CPU per full cycle: {server / n * 1e6:,.0f} us (create + submit only: "
+        f"{bserver / b * 1e6:,.0f} us): one Redis core carries about {n / server:,.0f} full "
+        f"cycles per second, {n / server / (n / cpu):.1f} client processes like this one"
     )
 
 
