@@ -71,7 +71,13 @@ local function wake()
   if #found > 0 then
     local message = ask_id .. '\n' .. cjson.encode(redis.call('HGETALL', rec))
     for _, waker in ipairs(found) do
-      redis.call('PUBLISH', waker, message)
+      -- a per-slot channel of a Cluster process ends in its hash tag: it lies in this script's
+      -- slot, so it is SPUBLISHed there (heard on this node only); any other channel is plain
+      if string.byte(waker, -1) == 125 then -- '}'
+        redis.call('SPUBLISH', waker, message)
+      else
+        redis.call('PUBLISH', waker, message)
+      end
     end
   end
   if #found == 0 and redis.call('EXISTS', lease) == 1 then

@@ -116,6 +116,7 @@ from bridge.store.redis_batch import Call, Pipelined
 from bridge.store.redis_connect import (
     DEFAULT_MAX_CONNECTIONS,
     PIPELINE_CHUNK,
+    ClusterSubscriber,
     SentinelSubscriber,
     connect,
 )
@@ -302,9 +303,22 @@ class RedisStore(Store):
     async def _start(self) -> None:
         if not self._ready:
             await self._r.initialize()
+            if isinstance(self._sub, ClusterSubscriber) and await self._sharded_pubsub():
+                self._wakeups.use_shards(self._r, self._sub.node)
             self._ready = True
         if self._epoch is None:
             self._epoch = await self._adopt_epoch()
+
+    async def _sharded_pubsub(self) -> bool:
+        """Whether the Cluster serves sharded pub/sub (Redis 7 or later, valkey): an SPUBLISH
+        that reaches nobody answers, else the command is unknown."""
+        try:
+            await self._r.execute_command("SPUBLISH", f"{self.keys.prefix}:probe", "")
+        except ResponseError as exc:
+            if "unknown command" not in str(exc).lower():
+                raise
+            return False
+        return True
 
     async def _adopt_epoch(self) -> str | None:
         """The deployment's epoch: set it if nobody did (SET NX), then read what stands."""
@@ -409,13 +423,22 @@ class RedisStore(Store):
         """Put this store's wake-up channel among each ask's wakers (and keep its lease alive);
         the asks' statuses (``missing`` for an unknown one), in one round trip
         (:class:`~bridge.store.redis_wakeups.Wakeups`)."""
-        args = (int(self.lease_ttl * 1000), self._wakeups.channel)
-        return [str(reply[0]) for reply in await self._run_many("watch", ask_ids, args)]
+        return await self._join("watch", ask_ids, int(self.lease_ttl * 1000))
 
     async def _observe(self, ask_ids: Sequence[str]) -> list[str]:
         """Put this store's wake-up channel among each ask's wakers, without any lease; the
         asks' statuses, in one round trip."""
-        replies = await self._run_many("observe", ask_ids, (self._wakeups.channel,))
+        return await self._join("observe", ask_ids)
+
+    async def _join(self, op: str, ask_ids: Sequence[str], *args: Any) -> list[str]:
+        """``op`` with this store's channel for each ask: one channel for all, or on Cluster with
+        sharded pub/sub the one of each ask's slot (each script call on its own there anyway)."""
+        if self._wakeups.shards is None:
+            replies = await self._run_many(op, ask_ids, (*args, self._wakeups.channel))
+        else:
+            channel = self._wakeups.channel_for
+            runs = (self._run(op, a, *args, channel(a)) for a in ask_ids)
+            replies = list(await asyncio.gather(*runs))
         return [str(reply[0]) for reply in replies]
 
     async def _unindex_if_settled(self, ask_id: str, raw: dict[str, str]) -> None:
@@ -538,7 +561,7 @@ class RedisStore(Store):
                 self._ttl_ms(record),
                 int(self.lease_ttl * 1000),
                 detail,
-                self._wakeups.channel,
+                self._wakeups.channel_for(record.id),
                 record.required,
                 member,
             ),

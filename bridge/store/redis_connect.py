@@ -17,7 +17,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry  # not redis.retry.Retry: that one never awaits, so no retries
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -159,29 +159,42 @@ class SentinelSubscriber:
 
 
 class ClusterSubscriber:
-    """Plain PUBLISH reaches every Cluster node, so one subscription to any node hears it all."""
+    """Plain PUBLISH reaches every Cluster node, so one subscription to any node hears it all;
+    sharded channels are heard on the node serving their slot (:meth:`node`)."""
 
     def __init__(self, cluster: RedisCluster, url: str) -> None:
         self._cluster = cluster
         self._url = url
         self._client: Redis | None = None
+        self._nodes: dict[str, Redis] = {}
+
+    def _at(self, node: Any | None, **extra: Any) -> Redis:
+        """A client of ``node`` (or of the URL's own host), as the URL says to connect."""
+        parts = urlsplit(self._url)
+        netloc = parts.netloc
+        if node is not None:
+            auth, at, _ = netloc.rpartition("@")
+            netloc = f"{auth}{at}{node.host}:{node.port}"
+        url = urlunsplit((parts.scheme, netloc, "", parts.query, ""))
+        return Redis.from_url(url, **_common(**extra))
 
     def pubsub(self) -> Any:
         if self._client is None:
             nodes = self._cluster.get_nodes()
-            node = nodes[0] if nodes else None
-            parts = urlsplit(self._url)
-            netloc = parts.netloc
-            if node is not None:
-                auth, at, _ = netloc.rpartition("@")
-                netloc = f"{auth}{at}{node.host}:{node.port}"
-            url = urlunsplit((parts.scheme, netloc, "", parts.query, ""))
-            self._client = Redis.from_url(url, **_common())
+            self._client = self._at(nodes[0] if nodes else None)
         return self._client.pubsub()
 
+    def node(self, node: Any) -> Redis:
+        """A client of one node for its sharded subscriptions; without retries: a dropped
+        connection is made anew by the caller, one SSUBSCRIBE per slot (redis-py's own
+        resubscription sends them all in one command, which Cluster refuses across slots)."""
+        if node.name not in self._nodes:
+            self._nodes[node.name] = self._at(node, retry=Retry(NoBackoff(), 0))
+        return self._nodes[node.name]
+
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+        for client in [*([self._client] if self._client else []), *self._nodes.values()]:
+            await client.aclose()
 
 
 PIPELINE_CHUNK = 500

@@ -20,11 +20,13 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from redis.crc import key_slot
 from redis.exceptions import RedisError
 
 from bridge.aio import stop
 from bridge.store.keys import Keys
 from bridge.store.redis_connect import PIPELINE_CHUNK
+from bridge.store.redis_shards import ShardChannels
 
 _REFRESH_CHUNK = 5000
 """Lease renewals one pipeline sends (small integer replies, so a big batch is cheap)."""
@@ -77,6 +79,32 @@ class Wakeups:
         self._retired: set[asyncio.Task[None]] = set()
         self.resubscriptions = 0
         """How often the subscription was (re)established."""
+        self.shards: ShardChannels | None = None
+        """On a Cluster serving sharded pub/sub: this store's per-slot channels."""
+        self._parked: dict[int, set[str]] = {}
+        """Asks to check once their slot's channel is subscribed (on Cluster)."""
+
+    def use_shards(self, cluster: Any, node_client: Callable[[Any], Any]) -> None:
+        """Wait on per-slot channels (:mod:`bridge.store.redis_shards`) from now on: on a
+        Cluster that serves sharded pub/sub, before anything waits."""
+        self.shards = ShardChannels(
+            cluster,
+            node_client,
+            self.channel,
+            live=self._slot_live,
+            lost=self._recheck_all,
+            heard=self._heard,
+        )
+
+    def channel_for(self, ask_id: str) -> str:
+        """The channel this store hears the ask's wake-up on: its own, or on Cluster its own in
+        the ask's slot."""
+        if self.shards is None:
+            return self.channel
+        return self.shards.channel(self._slot(ask_id))
+
+    def _slot(self, ask_id: str) -> int:
+        return key_slot(self._keys.rec(ask_id).encode())
 
     def start(self) -> None:
         """Start the background tasks, once."""
@@ -136,6 +164,38 @@ class Wakeups:
         for task in tasks:
             await stop(task)  # not a bare cancel: see bridge.aio
         self._listener, self._tasks = None, []
+        if self.shards is not None:
+            await self.shards.aclose()
+
+    def _heard(self, data: str) -> None:
+        """A wake-up: the ask's id, then a newline and the record it carries (or nothing)."""
+        ask_id, _, record = data.partition("\n")
+        self._wake(ask_id, record or None)
+
+    def _recheck_all(self) -> None:
+        self._checks.update(self._waiters)
+        self._checks.update(self._observers)
+        self._check_wanted.set()
+
+    def _slot_live(self, slot: int) -> None:
+        """A slot's channel is subscribed (anew): what was published there before is found by
+        checking the asks parked for it."""
+        self._checks.update(self._parked.pop(slot, ()))
+        self._check_wanted.set()
+
+    def _park(self) -> None:
+        """Keep back the checks of asks whose slot's channel is not subscribed yet (asking for
+        it): checked before, a wake-up published in between would be lost."""
+        assert self.shards is not None
+        ready = set()
+        for ask_id in self._checks:
+            slot = self._slot(ask_id)
+            if self.shards.is_live(slot):
+                ready.add(ask_id)
+            else:
+                self._parked.setdefault(slot, set()).add(ask_id)
+                self.shards.want(slot)
+        self._checks = ready
 
     def _wake(self, ask_id: str, record: str | None = None) -> None:
         for group in (self._waiters, self._observers):
@@ -149,19 +209,18 @@ class Wakeups:
             pubsub = self._sub.pubsub()
             try:
                 await pubsub.subscribe(self._keys.events, self.channel)
+                if self.shards is not None:  # per-slot channels PUBLISHed by a process from
+                    await pubsub.psubscribe(f"{self.channel}:*")  # before them (an upgrade)
                 async for message in pubsub.listen():
                     kind = message["type"]
                     if kind == "subscribe" and message["channel"] == self.channel:
                         # (re)subscribed: anything published while away is found by re-reading
                         self.resubscriptions += 1
                         backoff = 0.02
-                        self._checks.update(self._waiters)
-                        self._checks.update(self._observers)
-                        self._check_wanted.set()
+                        self._recheck_all()
                         self._subscribed.set()
-                    elif kind == "message":
-                        ask_id, _, record = message["data"].partition("\n")
-                        self._wake(ask_id, record or None)
+                    elif kind in ("message", "pmessage"):
+                        self._heard(message["data"])
             except (RedisError, OSError):
                 self._subscribed.clear()
                 await asyncio.sleep(backoff)
@@ -176,6 +235,8 @@ class Wakeups:
         while True:
             await self._check_wanted.wait()
             self._check_wanted.clear()
+            if self.shards is not None:
+                self._park()
             # an ask both waited for and observed here is watched as a waiter's (lease and all)
             waited = [a for a in self._checks if a in self._waiters]
             observed = [a for a in self._checks if a in self._observers and a not in self._waiters]
