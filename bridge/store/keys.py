@@ -15,12 +15,13 @@ slot and one Lua script can change all of it atomically):
 ``<prefix>:{<id>}:lease``   string with a short TTL: "a live process will take this answer". Set
                             when the ask is created (unless deferred) and refreshed while a call
                             waits on it, and after it took the answer until it confirms.
-``<prefix>:{<id>}:wake``    set: the wake-up channel (``waker``) of each process that waits for the
-                            pending ask (joined when it creates the ask to wait for it, or starts
-                            waiting, or observes it: ``Store.observe``, which sets no lease); the
-                            script that ends the ask publishes on these, then
-                            deletes the set. Same TTL as the record. Kept apart from the lease, so
-                            a waiter whose lease lapsed (its process stalled) is still woken.
+``<prefix>:{<id>}:wake``    set: the wake-up channel (``waker``; on Cluster the one of this
+                            ask's slot) of each process that waits for the pending ask (joined
+                            when it creates the ask to wait for it, or starts waiting, or
+                            observes it: ``Store.observe``, which sets no lease); the script
+                            that ends the ask publishes on these, then deletes the set. Same
+                            TTL as the record. Kept apart from the lease, so a waiter whose
+                            lease lapsed (its process stalled) is still woken.
 
 Global keys (each one key, so each in its own slot: on Cluster a script over an ask's keys never
 touches them, and the process writes them right after the script; outside Cluster the same script
@@ -70,21 +71,24 @@ writes them in its one atomic step, as each entry below says):
                      (``HGETALL`` as a JSON array: the waiting call returns it without reading it
                      again, see the hand-off below), so a wake-up reaches only
                      the process that waits for the ask. Plain PUBLISH, from inside the script
-                     that ends the ask, on Cluster too, where it is broadcast over the cluster
-                     bus to every node (only the waiting process receives it). Why not sharded
-                     pub/sub (SSUBSCRIBE/SPUBLISH, which redis-py 8's ``RedisCluster``/
-                     ``ClusterPubSub`` do support): a script may SPUBLISH only to a channel served
-                     by its own node -- valkey refuses another node's channel ("Attempted to access
-                     a non local key in a cluster node script"), checked on the test cluster --
-                     and a process's channel cannot live in the slot of every ask it waits for. A
-                     channel per ask in the ask's slot would mean an SSUBSCRIBE and SUNSUBSCRIBE per
-                     waiting call (100,000 subscriptions, on every node). Publishing after the
-                     script (it returning the waker channels, the caller SPUBLISHing them to a
-                     ``<prefix>:wake:{<token>}`` channel in its own slot) costs a round trip per
-                     answer and moves the wake-up out of the atomic step: an ending process that
-                     dies in between leaves the waiter unwoken, and waiters re-read statuses only
-                     when they (re)subscribe or register, so it would wait out its timeout. That
-                     would need a periodic status re-read in the lease refresher first: not done.
+                     that ends the ask -- outside Cluster, and on a Cluster without sharded
+                     pub/sub (before Redis 7), where the cluster bus carries it to every node.
+``<prefix>:wake:<token>:{<tag>}``  on a Cluster with sharded pub/sub: that process's channel in
+                     one hash slot, ``<tag>`` a short string whose CRC16 falls in that slot
+                     (:func:`bridge.store.redis_shards.slot_tag`). A waiter registers the one of
+                     its ask's slot, so the script that ends the ask SPUBLISHes it in its own slot
+                     (a script may SPUBLISH only there: valkey refuses another node's channel,
+                     "Attempted to access a non local key in a cluster node script"), still within
+                     its one atomic step -- an ending process that dies cannot leave a waiter
+                     unwoken -- and the message stays on the node that serves the slot, to the
+                     one connection of the waiting process there. The script tells the two kinds
+                     apart by the closing ``}``. A process SSUBSCRIBEs a slot's channel the first
+                     time it waits in that slot (:mod:`bridge.store.redis_shards`), and also
+                     PSUBSCRIBEs ``<prefix>:wake:<token>:*`` on its plain subscription, which
+                     hears these channels should a process from before them (a rolling upgrade)
+                     end the ask with a plain PUBLISH.
+``<prefix>:probe``   sharded pub/sub channel nobody hears: a Cluster store SPUBLISHes to it once
+                     when it starts, to learn whether the server serves sharded pub/sub.
 ``<prefix>:events``  pub/sub channel shared by every process: wake-ups of asks held by a process
                      from before per-process channels (a lease, no wakers: a rolling upgrade).
 
@@ -286,7 +290,8 @@ class Keys:
         return f"{self.prefix}:events"
 
     def waker(self, token: str) -> str:
-        """The wake-up channel of one process (one store), named by a random ``token``."""
+        """The wake-up channel of one process (one store), named by a random ``token`` (on
+        Cluster, the stem of its per-slot channels)."""
         return f"{self.prefix}:wake:{token}"
 
 

@@ -5,10 +5,11 @@ Correctness rests on three rules (key scheme, record fields and hand-off states:
 
 * Every change to one ask is one call of ``ask.lua`` over that ask's keys, which share a hash tag,
   so replicas race freely and Cluster never sees a cross-slot script.
-* Waking is pushed: each script that ends an ask PUBLISHes its id on the wake-up channel of each
-  process waiting for it (only those: an answer costs the same however many replicas run), and
-  a store's :class:`~bridge.store.redis_wakeups.Wakeups` holds one subscription for all its
-  waiters, never missing a wake-up published while it was away.
+* Waking is pushed: each script that ends an ask publishes its id on the wake-up channel of each
+  process waiting for it (only those: an answer costs the same however many replicas run; on
+  Cluster a channel per slot, SPUBLISHed, so it stays on one node: :mod:`.redis_shards`), and
+  a store's :class:`~bridge.store.redis_wakeups.Wakeups` holds the subscriptions for all its
+  waiters, never missing a wake-up published while one was away.
 * Answers never get lost between processes: an answer lands either with a live waiter (a short
   lease key proves one is alive) or on the feed stream. The global keys (the ``due``, ``pending``
   and ``timers`` indexes, the feed and ended-asks streams) are written by the same script outside

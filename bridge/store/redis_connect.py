@@ -1,7 +1,8 @@
 """Opening Redis from a URL: standalone, TLS, Sentinel (following ``+switch-master``) or Cluster.
 
 :func:`connect` returns the command client and a *subscriber*, whose ``pubsub()`` carries the
-wake-ups (:mod:`bridge.store.redis_wakeups`). Why a store follows Sentinel's announcements rather
+wake-ups (:mod:`bridge.store.redis_wakeups`; on Cluster also a client per node for the sharded
+ones, :meth:`ClusterSubscriber.node`). Why a store follows Sentinel's announcements rather
 than trusting its pooled connections: see :mod:`bridge.store.redis`.
 """
 

@@ -1,16 +1,19 @@
 """Waking waiting calls of one :class:`~bridge.store.redis.RedisStore`, pushed rather than polled.
 
 Each store has its own wake-up channel (``Keys.waker``), which joins the wakers of every ask one of
-its calls waits for (and of each ask it creates to wait for). The script that ends an ask PUBLISHes
+its calls waits for (and of each ask it creates to wait for). The script that ends an ask publishes
 its id on its wakers' channels only, so an answer wakes the one process that waits for it: the cost
 of an answer does not grow with the number of replicas. A store holds one subscription for all its
 waiters (its own channel, and the shared ``Keys.events``, on which only asks held by processes from
-before per-process channels are woken). After every (re)subscription -- and whenever a waiter
-registers -- the status of the asks concerned is re-read (and this store's channel put among their
-wakers), so a wake-up published while the subscription was down, or before the waiter registered,
-is never missed. While a call waits, its ask's lease is kept alive, so an answer arriving meanwhile
-is handed to it rather than to the feed; and once it took the answer, until it confirms it returned
-it (:meth:`Wakeups.hold`), so the answer goes to the feed only if this process dies holding it.
+before per-process channels are woken). On a Cluster with sharded pub/sub the channel an ask's
+wakers get is instead this store's channel in the ask's slot (:mod:`bridge.store.redis_shards`,
+one connection per node), and a check waits until that channel is subscribed.
+After every (re)subscription -- and whenever a waiter registers -- the status of the asks
+concerned is re-read (and this store's channel put among their wakers), so a wake-up published
+while a subscription was down, or before the waiter registered, is never missed. While a call
+waits, its ask's lease is kept alive, so an answer arriving meanwhile is handed to it rather than
+to the feed; and once it took the answer, until it confirms it returned it
+(:meth:`Wakeups.hold`), so the answer goes to the feed only if this process dies holding it.
 """
 
 from __future__ import annotations
