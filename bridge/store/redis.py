@@ -121,6 +121,7 @@ from bridge.store.redis_connect import (
     SentinelSubscriber,
     connect,
 )
+from bridge.store.redis_shards import ShardChannels
 from bridge.store.redis_wakeups import Wakeups
 
 log = logging.getLogger(__name__)
@@ -305,6 +306,7 @@ class RedisStore(Store):
         if not self._ready:
             await self._r.initialize()
             if isinstance(self._sub, ClusterSubscriber) and await self._sharded_pubsub():
+                await ShardChannels.prepare()
                 self._wakeups.use_shards(self._r, self._sub.node)
             self._ready = True
         if self._epoch is None:

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import functools
 from array import array
+from binascii import crc_hqx
 from collections.abc import Callable
 from typing import Any
 
@@ -36,12 +37,12 @@ from bridge.aio import stop
 
 @functools.cache
 def _tags() -> array[int]:
-    """For each slot, the first counter whose hex text hashes to it (about 170,000 CRC16s, once
-    per process: ~0.1 s; 64 KB)."""
+    """For each slot, the first counter whose hex text hashes to it (315,000 CRC16s, once per
+    process: about 0.15 s, see :meth:`ShardChannels.prepare`; 64 KB)."""
     found = array("i", [-1]) * REDIS_CLUSTER_HASH_SLOTS
     left, n = REDIS_CLUSTER_HASH_SLOTS, 0
     while left:
-        slot = key_slot(b"%x" % n)
+        slot = crc_hqx(b"%x" % n, 0) % REDIS_CLUSTER_HASH_SLOTS  # key_slot of a text without {}
         if found[slot] < 0:
             found[slot] = n
             left -= 1
@@ -96,6 +97,11 @@ class ShardChannels:
         self._closing = False
         self.subscriptions = 0
         """How often a slot's channel was (re)subscribed."""
+
+    @staticmethod
+    async def prepare() -> None:
+        """Build the slots' tags in a thread, not in the event loop's first wait."""
+        await asyncio.to_thread(_tags)
 
     def channel(self, slot: int) -> str:
         """This store's wake-up channel in ``slot``."""
