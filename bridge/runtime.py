@@ -21,6 +21,7 @@ which signal stopped it. Tasks are stopped with :func:`bridge.aio.stop`.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
@@ -332,6 +333,16 @@ class Runtime:
         """Close the store, if it was opened."""
         if "store" in self.__dict__:
             await self.store.aclose()
+
+
+def settle_heap() -> None:
+    """Keep what a long-running command built before its ready line (the imported modules, the
+    platforms' clients, the settings: several hundred thousand objects that live as long as the
+    process) out of the garbage collector's full passes, which otherwise walk all of it: measured
+    in ``serve`` at 200 clicks per second, each full pass stalled every click in flight for
+    20-140 ms, the whole of the ack's p99. What is created afterwards is collected as before."""
+    gc.collect()
+    gc.freeze()
 
 
 @dataclass

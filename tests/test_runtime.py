@@ -7,6 +7,7 @@ either serves an HTTP route (on the runtime's one server) or holds a "connection
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ from bridge.platform import (
     configured_platforms,
 )
 from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
-from bridge.runtime import Runtime, chat_policy, serving, stop_on_signals
+from bridge.runtime import Runtime, chat_policy, serving, settle_heap, stop_on_signals
 from bridge.settings import EngineSettings
 from bridge.store.base import Store
 from bridge.store.memory import MemoryStore
@@ -136,6 +137,44 @@ async def test_two_platforms_served_in_one_process_with_one_http_server() -> Non
         assert update.status is AskStatus.EXPIRED
         (receiver,) = platform.receivers
         assert receiver.drained_after_stop is True
+
+
+def test_settled_startup_objects_are_out_of_the_collectors_walks() -> None:
+    built_at_startup = {"kept": ["for the whole process"]}
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > 0
+        assert not any(o is built_at_startup for o in gc.get_objects())
+        made_later = {"per": ["click"]}
+        assert any(o is made_later for o in gc.get_objects())  # collected as before
+    finally:
+        gc.unfreeze()
+
+
+async def test_serve_settles_its_heap_before_it_says_ready(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bridge.cli import serve as serve_cli
+
+    settled: list[str] = []
+    monkeypatch.setattr(
+        "bridge.runtime.settle_heap", lambda: settled.append(capsys.readouterr().err)
+    )
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    running = asyncio.create_task(
+        serve_cli.serve([FakePlatform("two")], host="127.0.0.1", port=0, sweep=1.0)
+    )
+    try:
+        for _ in range(200):
+            if "ready" in capsys.readouterr().err:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("serve never said ready")
+        assert len(settled) == 1 and "ready" not in settled[0]
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
 
 
 async def test_connection_holders_alone_open_no_http_server() -> None:

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         serve_stdio,
     )
     from bridge.platform import PlatformUnavailable
-    from bridge.runtime import stop_on_signals
+    from bridge.runtime import settle_heap, stop_on_signals
 
     def fail(message: str) -> int:
         print(f"ask-bridge mcp: {message}", file=sys.stderr)
@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot listen on {args.http}: {exc}")
 
     async def transport() -> None:
+        settle_heap()  # waiting calls are woken without the full collector's pauses
         if sock is None:
             await serve_stdio(server)
             return

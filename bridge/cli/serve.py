@@ -83,7 +83,7 @@ async def serve(
     webhooks: WebhookSettings | None = None,
 ) -> None:
     """Serve ``platforms`` until SIGINT or SIGTERM (and send outcome webhooks if configured)."""
-    from bridge.runtime import Runtime, serving, stop_on_signals
+    from bridge.runtime import Runtime, serving, settle_heap, stop_on_signals
 
     runtime = Runtime()
     if runtime.standalone:
@@ -101,6 +101,7 @@ async def serve(
             ) as receiving:
                 # where each receives was logged (routes' URLs, connections) before this
                 names = ", ".join(p.name for p in platforms)
+                settle_heap()
                 print(f"ask-bridge serve: ready ({names})", file=sys.stderr, flush=True)
                 await receiving.wait()
         finally:
