@@ -1,4 +1,5 @@
-"""Wake-ups on a real 3-node Cluster go through sharded pub/sub, to the waiting process only.
+"""Wake-ups on a real 3-node Cluster go through sharded pub/sub, to the waiting process only, and
+none is lost when a node's connection drops or a slot moves to another node.
 
 Each test looks from outside: spies subscribed on the nodes, and each node's ``CLIENT LIST``
 (``ssub`` counts a connection's sharded subscriptions, ``tot-net-out`` the bytes the node sent it).
@@ -10,14 +11,15 @@ import asyncio
 import json
 import secrets
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from engine_fixtures import new_record
 from redis.asyncio import Redis
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
-from redis_server import RedisServer
+from redis_server import RedisServer, redis_cluster
 
 from bridge.models import Answer
 from bridge.record import AskRecord, Responder
@@ -258,3 +260,60 @@ async def test_an_answer_given_while_a_shard_subscription_is_down_is_not_lost(
         assert got is not None and got.answers == YES and not got.deferred
     finally:
         await mine.aclose()
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[list[RedisServer]]:
+    """A cluster of this test's own: its slots move."""
+    with redis_cluster(tmp_path) as servers:
+        yield servers
+
+
+async def move_slot(slot: int, source: Redis, target: Redis, every: list[Redis]) -> None:
+    """Migrate one slot and its keys from ``source`` to ``target``, as an operator does."""
+    source_id = await source.execute_command("CLUSTER", "MYID")
+    target_id = await target.execute_command("CLUSTER", "MYID")
+    await target.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+    await source.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+    where = target.connection_pool.connection_kwargs
+    while keys := await source.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):
+        await source.execute_command(
+            "MIGRATE", where["host"], where["port"], "", 0, 5000, "KEYS", *keys
+        )
+    for node in every:
+        await node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+
+
+async def test_a_wait_follows_its_slot_to_another_node(own_cluster: list[RedisServer]) -> None:
+    url = url_of(own_cluster)
+    nodes = [Redis.from_url(node.url, decode_responses=True) for node in own_cluster]
+    prefix = f"sm{secrets.token_hex(3)}"
+    mine, clicks = stores(url, prefix, 2)
+    try:
+        x = new_record()
+        slot = key_slot(mine.keys.rec(x.id).encode())
+        y = new_record()
+        while key_slot(mine.keys.rec(y.id).encode()) != slot:
+            y = new_record()
+        for rec in (x, y):
+            await mine.create(rec)
+        waits = [asyncio.create_task(mine.wait(r.id, 30)) for r in (x, y)]
+        await mine.listening()
+        home = serving(nodes, mine.keys.rec(x.id))
+        away = (home + 1) % len(nodes)
+        channel = mine._wakeups.channel_for(x.id)
+        await sharded_on(nodes[home], channel)
+        await move_slot(slot, nodes[home], nodes[away], nodes)
+        assert (await clicks.submit(x.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+        got = await asyncio.wait_for(waits[0], 10)
+        assert got is not None and got.answers == YES and not got.deferred
+        await sharded_on(nodes[away], channel)  # subscribed where the slot lives now
+        await sharded_on(nodes[home], channel, 0)
+        assert (await clicks.submit(y.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+        got = await asyncio.wait_for(waits[1], 10)
+        assert got is not None and got.answers == YES and not got.deferred
+    finally:
+        for store in (mine, clicks):
+            await store.aclose()
+        for node in nodes:
+            await node.aclose()
