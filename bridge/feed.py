@@ -5,7 +5,9 @@ a :class:`~bridge.store.base.Delivery`. The host starts the next turn with
 :func:`render_delivery` as the user message, then acks. The text for an answer is exactly the tool
 result the waiting call would have returned (:func:`bridge.result.answers_result`), so the model
 reads one format whichever way the answer came (with ``answered_by`` when the ask's policy tells
-the model who answered: ``tell_model_who``).
+the model who answered: ``tell_model_who``). Both echo the questions without their option
+descriptions (:meth:`~bridge.models.QuestionSet.outline`), which the store drops once the ask is
+settled: a delivery read before or after that is the same text.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def render_delivery(record: AskRecord | Delivery) -> str:
         AskStatus.PENDING: "the questions have not been answered yet",
     }.get(rec.status, str(rec.status))
     return json.dumps(
-        {"questions": rec.questions.wire(), "status": rec.status.value, "error": reason},
+        {"questions": rec.questions.outline(), "status": rec.status.value, "error": reason},
         ensure_ascii=False,
     )
 

@@ -27,12 +27,19 @@ NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)
 
 
 class Option(BaseModel):
-    """One choice of a question: a short ``label`` and a ``description`` of what it means."""
+    """One choice of a question: a short ``label`` and a ``description`` of what it means.
+
+    The description helps a person decide, so only a pending ask needs it: an ended ask is shown
+    and reported without descriptions, and once nothing is left to do for it the store drops
+    them (``bridge.store.keys``, Retention). Such an option has the description ``""`` (never
+    given: a given one is non-empty), which it leaves out of its JSON."""
 
     model_config = ConfigDict(frozen=True)
 
     label: Annotated[NonEmpty, StringConstraints(max_length=MAX_LABEL)]
-    description: Annotated[NonEmpty, StringConstraints(max_length=MAX_DESCRIPTION)]
+    description: Annotated[NonEmpty, StringConstraints(max_length=MAX_DESCRIPTION)] = Field(
+        default="", exclude_if=lambda text: not text
+    )
 
 
 class Question(BaseModel):
@@ -79,6 +86,20 @@ class QuestionSet(BaseModel):
     def wire(self) -> list[dict[str, object]]:
         """The questions as JSON-ready dicts, ``multiSelect`` always present."""
         return [q.model_dump(mode="json") for q in self.questions]
+
+    def outline(self) -> list[dict[str, object]]:
+        """The questions as an ended ask's outcome echoes them: :meth:`wire` without the option
+        descriptions (they helped the person decide; the store drops them once the ask settled,
+        so every outcome leaves them out, whenever it is read)."""
+        return self.undescribed().wire()
+
+    def undescribed(self) -> QuestionSet:
+        """This set with every option's description dropped (what a settled ask keeps)."""
+        bare = tuple(
+            q.model_copy(update={"options": tuple(Option(label=o.label) for o in q.options)})
+            for q in self.questions
+        )
+        return self.model_copy(update={"questions": bare})
 
 
 class Answer(BaseModel):

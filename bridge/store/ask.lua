@@ -109,9 +109,75 @@ local function unpend()
   end
 end
 
--- Leave "pending": decide who gets the outcome, wake waiters, start the retention clock.
+-- `text` (canonical JSON) without each string member '"<key>":"..."' that starts before
+-- position `stop`, nor the comma joining it to the next member (or, for a last member, to the
+-- one before). A '"<key>":"' can only be a key: inside a JSON string every quote is escaped.
+local function drop_strings(text, key, stop)
+  local out, from = {}, 1
+  while true do
+    local at, value = string.find(text, '"' .. key .. '":"', from, true)
+    if not at or at >= stop then
+      break
+    end
+    local i = value + 1
+    while true do -- to the closing quote of the text: skip each escaped character
+      local j = string.find(text, '[\\"]', i)
+      if string.sub(text, j, j) == '"' then
+        i = j
+        break
+      end
+      i = j + 2
+    end
+    if string.sub(text, i + 1, i + 1) == ',' then
+      out[#out + 1] = string.sub(text, from, at - 1)
+      from = i + 2 -- past the closing quote and the comma after it
+    else
+      local before = at - 1
+      if string.sub(text, before, before) == ',' then
+        before = before - 1
+      end
+      out[#out + 1] = string.sub(text, from, before)
+      from = i + 1
+    end
+  end
+  out[#out + 1] = string.sub(text, from)
+  return table.concat(out)
+end
+
+-- Canonical answers JSON without the question texts (each answer's '"question":"...",', which
+-- answers question i of the body): what a settled ask keeps of its answers, as the audit trail
+-- does (bridge.store.redis_codec puts the texts back when it reads the record). A 'T' prefix
+-- (typed text, see record_submission) is kept as is.
+local function strip_questions(answers)
+  return drop_strings(answers, 'question', #answers + 1)
+end
+
+-- A body without its options' descriptions (only a person deciding needs them: every final
+-- state and outcome is shown without them, bridge.models.Option). Only in the question set,
+-- which the body holds before its destination; the context after it is the caller's own.
+local function undescribed(body)
+  local stop = string.find(body, ',"destination":{', 1, true)
+  local found = stop and string.find(body, ',"description":"', 1, true)
+  if found and found < stop then
+    return drop_strings(body, 'description', stop)
+  end
+  return body
+end
+
+-- The ask ends (or settles, having ended under a version that kept them): drop them.
+local function undescribe()
+  local body = redis.call('HGET', rec, 'body')
+  local bare = undescribed(body)
+  if bare ~= body then
+    redis.call('HSET', rec, 'body', bare)
+  end
+end
+
+-- Leave "pending": drop what only a person deciding needs, decide who gets the outcome, wake
+-- waiters, start the retention clock.
 local function finish(status)
   unpend()
+  undescribe()
   local handoff, deferred = 'none', '0'
   if redis.call('HGET', rec, 'deferred') == '1' then
     handoff = 'feed'
@@ -264,34 +330,6 @@ local function record_submission(required, user_id, answers, user_json, detail, 
   return nil, string.sub(detail, 1, -2) .. ',"agreed":[' .. table.concat(agreed, ',') .. ']}'
 end
 
--- Canonical answers JSON without the question texts ('"question":"...",' of each answer, which
--- answers question i of the body): what a settled ask keeps of its answers, as the audit trail
--- does (bridge.store.redis_codec puts the texts back when it reads the record). A '"question":"'
--- can only be a key: inside a JSON string every quote is escaped. A 'T' prefix (typed text, see
--- record_submission) is kept as is.
-local function strip_questions(answers)
-  local out, from = {}, 1
-  while true do
-    local key, value = string.find(answers, '"question":"', from, true)
-    if not key then
-      break
-    end
-    out[#out + 1] = string.sub(answers, from, key - 1)
-    local i = value + 1
-    while true do -- to the closing quote of the text: skip each escaped character
-      local j = string.find(answers, '[\\"]', i)
-      if string.sub(answers, j, j) == '"' then
-        i = j
-        break
-      end
-      i = j + 2
-    end
-    from = i + 2 -- past the closing quote and the comma before "selected"
-  end
-  out[#out + 1] = string.sub(answers, from)
-  return table.concat(out)
-end
-
 -- Record a complete answer once (the verdicts of bridge.store.base.SubmitOutcome); `typed`: it
 -- holds typed text (only an ask needing several people cares).
 local function submit(status, user_id, groups_json, by_json, answers, user_json, detail, attempt,
@@ -345,6 +383,8 @@ end
 -- Whether nothing is left to do for the ask (it ended, its hand-off is settled, its final state
 -- is shown or cannot be); then what only a pending ask needs is dropped, so an ended ask keeps
 -- its audit trail and outcome for the retention and little else. (bridge.store.redis._settled)
+-- The descriptions went when it ended (finish); an ask a previous version ended kept them: they
+-- go now.
 local function tidy()
   local handoff = redis.call('HGET', rec, 'handoff')
   if redis.call('HGET', rec, 'status') == 'pending'
@@ -355,6 +395,7 @@ local function tidy()
   unpend()
   redis.call('HDEL', rec, 'exp', 'attempt', 'render_by', 'reminded_at', 'timer_step', 'timer_at',
     'timer_by', 'timer_tries')
+  undescribe()
   if redis.call('HGET', rec, 'status') == 'answered' and redis.call('HGET', rec, 'slim') ~= '1' then
     -- the answers (and each person's submission of an ask that needed several) keep no question
     -- texts: the body has them, and a late click is judged on the same slim form
@@ -479,7 +520,8 @@ if op == 'create' then
   -- the status
   if exists then
     -- the same ask again is a retry of this create; another one under that id is a duplicate
-    local same = redis.call('HGET', rec, 'body') == ARGV[7]
+    local body = redis.call('HGET', rec, 'body')
+    local same = body == ARGV[7] or body == undescribed(ARGV[7]) -- ended: kept without them
     return {same and 'ok' or 'exists', redis.call('HGET', rec, 'status')}
   end
   -- a field at its default is not stored (each costs ~50 bytes of every pending ask): no

@@ -234,7 +234,11 @@ class MemoryStore(Store):
         else:
             entry.handoff = "none"
         entry.record = rec.model_copy(
-            update={"status": status, "deferred": rec.deferred or entry.handoff == "feed"}
+            update={
+                "status": status,
+                "deferred": rec.deferred or entry.handoff == "feed",
+                "questions": rec.questions.undescribed(),  # see ``undescribe`` in ask.lua
+            }
         )
         entry.purge_at = now + self.retention
         self._timers.pop(rec.id, None)

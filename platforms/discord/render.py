@@ -1,8 +1,8 @@
 """What an ask looks like on Discord: the channel message in each status, and the answer modals.
 
 **The message** is classic components: one embed per question (header as title, question text,
-each option's label in bold with its description; once answered, the answers), the asker in the
-first embed's author line, and while pending the controls in one action row:
+each option's label in bold, with its description while pending; once answered, the answers),
+the asker in the first embed's author line, and while pending the controls in one action row:
 
 * one single-select question: one button per option (its label) plus ``Other…`` -- one click
   answers; ``Other…`` opens a modal with one paragraph text input;
@@ -156,7 +156,7 @@ def _message(record: AskRecord, caps: Caps) -> Message:
         if record.status is AskStatus.ANSWERED and i < len(answers):
             body += "\n\n" + _answer_text(answers[i], caps)
         else:
-            body += "\n\n" + _options_text(q, caps)
+            body += "\n\n" + _options_text(q, caps, described=pending)
         embed = discord.Embed(title=fit(one_line(q.header), 60, markdown=True), colour=colour)
         embed.description = body
         embeds.append(embed)
@@ -187,12 +187,16 @@ def _question_text(q: Question, caps: Caps) -> str:
     return fit(q.question, caps.question) + hint
 
 
-def _options_text(q: Question, caps: Caps) -> str:
-    return "\n".join(
-        f"• **{fit(one_line(o.label), caps.label, markdown=True)}** — "
-        f"{fit(one_line(o.description), caps.description, markdown=True)}"
-        for o in q.options
-    )
+def _options_text(q: Question, caps: Caps, *, described: bool) -> str:
+    """The options: each label, with its description while the ask is pending (``described``;
+    an ended ask is shown without them, and its store drops them once settled)."""
+    lines = []
+    for o in q.options:
+        line = f"• **{fit(one_line(o.label), caps.label, markdown=True)}**"
+        if described:
+            line += f" — {fit(one_line(o.description), caps.description, markdown=True)}"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _answer_text(answer: Answer, caps: Caps) -> str:

@@ -129,7 +129,7 @@ def _message(record: AskRecord, caps: Caps) -> Message:
         if status is AskStatus.ANSWERED and i < len(answers):
             body += "\n" + _answer_text(answers[i], caps)
         else:
-            body += "\n" + _options_text(q, caps)
+            body += "\n" + _options_text(q, caps, described=status is AskStatus.PENDING)
         blocks.append(SectionBlock(block_id=f"{rid}.q{i}", text=MarkdownTextObject(text=body)))
         if status is AskStatus.PENDING and one_click(record.questions):
             blocks.append(_buttons(record.id, i, q, caps, rid))
@@ -164,11 +164,15 @@ def _question_text(q: Question, caps: Caps) -> str:
     return f"*{fit(one_line(q.header), 60)}* · {fit(q.question, caps.question)}{hint}"
 
 
-def _options_text(q: Question, caps: Caps) -> str:
+def _options_text(q: Question, caps: Caps, *, described: bool) -> str:
+    """The options: each label, with its description while the ask is pending (``described``;
+    an ended ask is shown without them, and its store drops them once settled)."""
     lines = []
     for o in q.options:
-        label = fit(one_line(o.label), caps.label)
-        lines.append(f"• *{label}* — {fit(one_line(o.description), caps.description)}")
+        line = f"• *{fit(one_line(o.label), caps.label)}*"
+        if described:
+            line += f" — {fit(one_line(o.description), caps.description)}"
+        lines.append(line)
     return "\n".join(lines)
 
 

@@ -155,3 +155,21 @@ def test_the_most_submissions_fit_and_are_escaped() -> None:
     assert listing[2].startswith(f"<@{10**17 + 20}> answered L0\\*\\*")
     typed = [line.split("> ", 1)[1] for line in listing[2:]]  # after the bridge's own mention
     assert all(re.search(r"(?<!\\)[*_@]", text) is None for text in typed)  # escaped
+
+
+@pytest.mark.parametrize("status", list(AskStatus))
+def test_an_ended_ask_is_shown_without_descriptions_whatever_the_store_kept(
+    status: AskStatus,
+) -> None:
+    """Descriptions help a person decide: shown while pending only. So the final state looks the
+    same before and after the store dropped them (a late click re-renders from what it kept)."""
+    record = _worst_record(status)
+    shown = "".join(e.description or "" for e in render_message(record).embeds)
+    if status is AskStatus.PENDING:
+        assert "\\<" in shown  # the descriptions, escaped
+        return
+    assert "<" not in shown
+    kept = record.model_copy(update={"questions": record.questions.undescribed()})
+    assert [e.to_dict() for e in render_message(kept).embeds] == [
+        e.to_dict() for e in render_message(record).embeds
+    ]

@@ -8,6 +8,7 @@ import re
 import time
 from typing import Any
 
+import pytest
 from fake_slack import BLOCKS_JSON_LIMIT, check_blocks, check_message, check_view
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -305,3 +306,31 @@ def test_emoji_sequences_reach_slack_whole() -> None:
     qs = one_question_set(f"Who {coder}?", "H", (flag, "d"), (heart, "d"))
     rendered = rendered_json(qs, f"me {coder}")
     assert coder in rendered and flag in rendered and heart in rendered
+
+
+def without_block_ids(message: Message) -> list[dict[str, Any]]:
+    """The blocks, less the ids every render draws afresh."""
+    return [{k: v for k, v in b.items() if k != "block_id"} for b in block_dicts(message)]
+
+
+@pytest.mark.parametrize("status", list(AskStatus))
+def test_an_ended_ask_is_shown_without_descriptions_whatever_the_store_kept(
+    status: AskStatus,
+) -> None:
+    """Descriptions help a person decide: shown while pending only. So the final state looks the
+    same before and after the store dropped them (a late click re-renders from what it kept)."""
+    qs = one_question_set("Ship it?", "Ship", ("Yes", "Roll out today"), ("No", "Hold the release"))
+    answered = status is AskStatus.ANSWERED
+    record = record_for(
+        qs,
+        status=status,
+        answers=(Answer(question="Ship it?", selected=("Yes",)),) if answered else None,
+        answered_by=Responder(user_id="U0ANA") if answered else None,
+    )
+    shown = json.dumps(block_dicts(render_message(record)))
+    if status is AskStatus.PENDING:
+        assert "Roll out today" in shown and "Hold the release" in shown
+        return
+    assert "Roll out today" not in shown and "Hold the release" not in shown
+    kept = record.model_copy(update={"questions": qs.undescribed()})
+    assert without_block_ids(render_message(kept)) == without_block_ids(render_message(record))

@@ -1,0 +1,157 @@
+"""What an ended ask keeps, over every backend: its options' descriptions go when it ends (only a
+person deciding needs them), while its outcome, labels and audit trail stay; and everything that
+can still touch it -- a late click, the sweeper, the outcome for the feed and webhooks, a
+re-render -- works on it, also on an ask ended by the version before (which kept them)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+
+import pytest
+from engine_fixtures import new_record, url_for
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from bridge.feed import outcome_payload, render_delivery
+from bridge.models import Answer, Option, QuestionSet
+from bridge.record import AskRecord, AskStatus, MessageRef, Responder
+from bridge.store.base import DuplicateAsk, Store, SubmitOutcome, creation_text
+from bridge.store.keys import Fields
+from bridge.store.redis import RedisStore
+
+ALICE = Responder(user_id="U_ALICE", name="Alice")
+BOB = Responder(user_id="U_BOB", name="Bob")
+YES = (Answer(question="Question number 0?", selected=("Yes",)),)
+MESSAGE = MessageRef(platform="memory", channel="C1", message_id="1")
+TRICKY = ('Go "now" \\ ,"description":"x"}\n', "\u20ac \t,", "three")
+"""Descriptions holding what the store's JSON surgery must not be fooled by."""
+
+
+def tricky_record() -> AskRecord:
+    """One single-select question (a click answers it) whose descriptions look like JSON, and a
+    context with a ``description`` of its own (the caller's: kept)."""
+    rec = new_record()
+    q = rec.questions.questions[0]
+    options = tuple(
+        Option(label=o.label, description=d) for o, d in zip(q.options, TRICKY, strict=True)
+    )
+    qs = QuestionSet(questions=(q.model_copy(update={"options": options}),))
+    return rec.model_copy(update={"questions": qs, "context": {"description": '"mine",'}})
+
+
+async def answered_and_shown(store: Store, rec: AskRecord) -> AskRecord:
+    """Create, post, answer by a click while a call waits, return it, show it: settled."""
+    await store.create(rec)
+    await store.set_message(rec.id, MESSAGE)
+    waiting = asyncio.create_task(store.wait(rec.id, 10))
+    await asyncio.sleep(0.05)
+    assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.ACCEPTED
+    assert await asyncio.wait_for(waiting, 10) is not None
+    await store.confirm(rec.id)
+    assert await store.claim_render(rec.id) is not None
+    await store.mark_rendered(rec.id)
+    kept = await store.get(rec.id)
+    assert kept is not None
+    return kept
+
+
+async def test_an_answered_ask_keeps_its_outcome_without_descriptions(store: Store) -> None:
+    rec = tricky_record()
+    kept = await answered_and_shown(store, rec)
+    assert kept.questions == rec.questions.undescribed() != rec.questions
+    assert [o.label for o in kept.questions.questions[0].options] == ["Yes", "No", "Later"]
+    assert kept.context == rec.context and kept.destination == rec.destination
+    assert kept.answers == YES and kept.answered_by == ALICE and kept.answered_at
+    assert kept.status is AskStatus.ANSWERED and kept.message == MESSAGE
+    # the outcome, as the feed, webhooks and `ask-bridge wait` give it, is what it was
+    whole = kept.model_copy(update={"questions": rec.questions})
+    assert render_delivery(kept) == render_delivery(whole)
+    assert outcome_payload(kept) == outcome_payload(whole)
+    assert json.loads(render_delivery(kept))["questions"] == rec.questions.outline()
+    # late clicks are judged on the labels kept, and land in the trail
+    assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.REPEATED
+    late = await store.pick(rec.id, BOB, 0, 1)
+    assert late.outcome is SubmitOutcome.ALREADY_ANSWERED and late.record == kept
+    kinds = [e.kind for e in await store.history(rec.id)]
+    assert kinds == ["created", "posted", "answered", "rendered", "late"]
+    assert await store.sweep(time.time() + 7200) is not None  # nothing left for a sweeper
+    assert await store.get(rec.id) == kept
+
+
+async def test_an_ask_that_ended_unanswered_keeps_its_labels(store: Store) -> None:
+    rec = tricky_record()
+    await store.create(rec)
+    await store.set_message(rec.id, MESSAGE)
+    closed = await store.close(rec.id, AskStatus.CANCELLED, by="U_ADMIN")
+    assert closed is not None and closed.questions == rec.questions.undescribed()
+    shown = await store.claim_render(rec.id)  # what a re-render shows
+    assert shown is not None and shown.questions == closed.questions
+    await store.mark_rendered(rec.id)
+    assert (await store.submit(rec.id, BOB, YES)).outcome is SubmitOutcome.CLOSED
+    result = json.loads(render_delivery(closed))
+    assert result["status"] == "cancelled" and result["questions"] == rec.questions.outline()
+    assert await store.get(rec.id) == closed
+    await store.create(rec)  # a retry of its create (its reply lost) is still recognised
+    with pytest.raises(DuplicateAsk):
+        await store.create(rec.model_copy(update={"expires_at": rec.expires_at + 1}))
+
+
+def raw_client(kind: str, url: str) -> Redis | RedisCluster:
+    if kind == "cluster":
+        return RedisCluster.from_url(url.replace("+cluster", ""), decode_responses=True)
+    return Redis.from_url(url, decode_responses=True)
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_the_stored_body_loses_exactly_the_descriptions(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """The body an ended ask keeps is the canonical JSON of the record without descriptions,
+    whatever its texts hold: the surgery in ask.lua cut nothing else."""
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"ret{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        rec = tricky_record()
+        await store.create(rec)
+        assert await raw.hget(store.keys.rec(rec.id), Fields.BODY) == creation_text(rec)
+        await answered_and_shown(store, rec.model_copy(update={"id": rec.id + "b"}))
+        kept = await raw.hget(store.keys.rec(rec.id + "b"), Fields.BODY)
+        bare = rec.model_copy(update={"id": rec.id + "b", "questions": rec.questions.undescribed()})
+        assert kept == creation_text(bare)
+    finally:
+        await store.aclose()
+        await raw.aclose()
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_an_ask_ended_by_the_version_before_is_read_alike_and_settled_anew(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A rolling upgrade: asks the version before ended keep their descriptions in Redis. Every
+    reader takes them; the outcome is the same text; settling them again drops them."""
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"old{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        rec = tricky_record()
+        kept = await answered_and_shown(store, rec)
+        key = store.keys.rec(rec.id)
+        await raw.hset(key, Fields.BODY, creation_text(rec))  # as the version before kept it
+        old = await store.get(rec.id)
+        assert old == kept.model_copy(update={"questions": rec.questions})
+        assert outcome_payload(old) == outcome_payload(kept)
+        assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.REPEATED
+        late = await store.pick(rec.id, BOB, 0, 1)
+        assert late.outcome is SubmitOutcome.ALREADY_ANSWERED and late.record == old
+        await store.mark_rendered(rec.id)  # any settling step
+        assert await raw.hget(key, Fields.BODY) == creation_text(kept)
+        assert await store.get(rec.id) == kept
+    finally:
+        await store.aclose()
+        await raw.aclose()
