@@ -26,8 +26,9 @@ ALICE = Responder(user_id="U_ALICE", name="Alice")
 BOB = Responder(user_id="U_BOB", name="Bob")
 YES = (Answer(question="Question number 0?", selected=("Yes",)),)
 MESSAGE = MessageRef(platform="memory", channel="C1", message_id="1")
-TRICKY = ('Go "now" \\ ,"description":"x"}\n', "\u20ac \t,", "three")
-"""Descriptions holding what the store's JSON surgery must not be fooled by."""
+TRICKY = ('Go "now" \\ ,"description":"x"}\n', "\u20ac \t, ends in \\", 'a \\"quoted\\" \\\\"')
+"""Descriptions holding what the store's JSON surgery must not be fooled by: quotes, backslashes
+(a closing quote after an even run of them, an escaped one after an odd run), its own key."""
 
 
 def tricky_record() -> AskRecord:
@@ -87,16 +88,27 @@ async def test_an_ask_that_ended_unanswered_keeps_its_labels(store: Store) -> No
     await store.set_message(rec.id, MESSAGE)
     closed = await store.close(rec.id, AskStatus.CANCELLED, by="U_ADMIN")
     assert closed is not None and closed.questions == rec.questions.undescribed()
-    shown = await store.claim_render(rec.id)  # what a re-render shows
-    assert shown is not None and shown.questions == closed.questions
-    await store.mark_rendered(rec.id)
+    shown = await store.claim_render(rec.id)  # what its final state is shown from
+    assert shown == closed
+    await store.mark_rendered(rec.id)  # settled
+    assert await store.get(rec.id) == closed
     assert (await store.submit(rec.id, BOB, YES)).outcome is SubmitOutcome.CLOSED
     result = json.loads(render_delivery(closed))
     assert result["status"] == "cancelled" and result["questions"] == rec.questions.outline()
-    assert await store.get(rec.id) == closed
     await store.create(rec)  # a retry of its create (its reply lost) is still recognised
     with pytest.raises(DuplicateAsk):
         await store.create(rec.model_copy(update={"expires_at": rec.expires_at + 1}))
+
+
+async def test_an_ask_that_ends_with_nothing_to_show_is_settled_at_once(store: Store) -> None:
+    """Closed with no message to show it on, an ask has nothing left to do: nothing a pending ask
+    needs stays, though no sweep visits it again."""
+    rec = tricky_record()
+    await store.create(rec)
+    closed = await store.close(rec.id, AskStatus.EXPIRED)
+    assert closed is not None and closed.questions == rec.questions.undescribed()
+    assert await store.sweep(time.time() + 7200) == []
+    assert await store.get(rec.id) == closed
 
 
 def raw_client(kind: str, url: str) -> Redis | RedisCluster:
@@ -152,6 +164,27 @@ async def test_an_ask_ended_by_the_version_before_is_read_alike_and_settled_anew
         await store.mark_rendered(rec.id)  # any settling step
         assert await raw.hget(key, Fields.BODY) == creation_text(kept)
         assert await store.get(rec.id) == kept
+    finally:
+        await store.aclose()
+        await raw.aclose()
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_an_ask_closed_before_it_was_posted_keeps_nothing_a_pending_ask_needs(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """It leaves the sweeper's index at once (nothing to show): its ending settles it."""
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"nomsg{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        rec = tricky_record()
+        await store.create(rec)
+        assert await raw.hget(store.keys.rec(rec.id), "exp") is not None
+        assert await store.close(rec.id, AskStatus.CANCELLED) is not None
+        assert await raw.zscore(store.keys.due, rec.id) is None
+        assert await raw.hget(store.keys.rec(rec.id), "exp") is None
     finally:
         await store.aclose()
         await raw.aclose()

@@ -86,6 +86,15 @@ local function wake()
   redis.call('DEL', wakers)
 end
 
+-- The body, read once per call (an ending reads it for the platform and the descriptions).
+local body_found
+local function stored_body()
+  if body_found == nil then
+    body_found = redis.call('HGET', rec, 'body') or ''
+  end
+  return body_found
+end
+
 -- The platform the ask was posted to, read from the body without decoding it: the first
 -- '"destination":{"platform":"' in it is the record's own (text inside a JSON string never holds
 -- an unescaped quote). A plain find (memchr-fast; a pattern match tried every position of the
@@ -93,7 +102,7 @@ end
 local platform_found
 local function platform()
   if platform_found == nil then
-    local body = redis.call('HGET', rec, 'body') or ''
+    local body = stored_body()
     local _, at = string.find(body, '"destination":{"platform":"', 1, true)
     local stop = at and string.find(body, '"', at + 1, true)
     platform_found = stop and string.sub(body, at + 1, stop - 1) or ''
@@ -113,31 +122,29 @@ end
 -- position `stop`, nor the comma joining it to the next member (or, for a last member, to the
 -- one before). A '"<key>":"' can only be a key: inside a JSON string every quote is escaped.
 local function drop_strings(text, key, stop)
-  local out, from = {}, 1
+  local out, from, opening = {}, 1, '"' .. key .. '":"'
   while true do
-    local at, value = string.find(text, '"' .. key .. '":"', from, true)
+    local at, close = string.find(text, opening, from, true)
     if not at or at >= stop then
       break
     end
-    local i = value + 1
-    while true do -- to the closing quote of the text: skip each escaped character
-      local j = string.find(text, '[\\"]', i)
-      if string.sub(text, j, j) == '"' then
-        i = j
-        break
+    repeat -- to the closing quote: the first one not escaped (after an even run of backslashes)
+      close = string.find(text, '"', close + 1, true)
+      local slashes = 0
+      while string.byte(text, close - 1 - slashes) == 92 do
+        slashes = slashes + 1
       end
-      i = j + 2
-    end
-    if string.sub(text, i + 1, i + 1) == ',' then
+    until slashes % 2 == 0
+    if string.byte(text, close + 1) == 44 then -- a comma: drop it with the member
       out[#out + 1] = string.sub(text, from, at - 1)
-      from = i + 2 -- past the closing quote and the comma after it
-    else
+      from = close + 2
+    else -- the last member: drop the comma before it
       local before = at - 1
-      if string.sub(text, before, before) == ',' then
+      if string.byte(text, before) == 44 then
         before = before - 1
       end
       out[#out + 1] = string.sub(text, from, before)
-      from = i + 1
+      from = close + 1
     end
   end
   out[#out + 1] = string.sub(text, from)
@@ -153,8 +160,9 @@ local function strip_questions(answers)
 end
 
 -- A body without its options' descriptions (only a person deciding needs them: every final
--- state and outcome is shown without them, bridge.models.Option). Only in the question set,
--- which the body holds before its destination; the context after it is the caller's own.
+-- state, outcome and result shows an ended ask without them, bridge.models.Option). Only in the
+-- question set, which the body holds before its destination; the context after it is the
+-- caller's own.
 local function undescribed(body)
   local stop = string.find(body, ',"destination":{', 1, true)
   local found = stop and string.find(body, ',"description":"', 1, true)
@@ -164,14 +172,18 @@ local function undescribed(body)
   return body
 end
 
--- The ask ends (or settles, having ended under a version that kept them): drop them.
+-- Drop them from the stored body: when the ask ends, so every read of an ended ask is the same
+-- (and when an ask a previous version ended, keeping them, is settled again).
 local function undescribe()
-  local body = redis.call('HGET', rec, 'body')
+  local body = stored_body()
   local bare = undescribed(body)
   if bare ~= body then
     redis.call('HSET', rec, 'body', bare)
+    body_found = bare
   end
 end
+
+local tidy -- below: settling an ask that ends with nothing left to do (no message to show)
 
 -- Leave "pending": drop what only a person deciding needs, decide who gets the outcome, wake
 -- waiters, start the retention clock.
@@ -208,6 +220,9 @@ local function finish(status)
   redis.call('PEXPIRE', log, retention_ms)
   redis.call('PEXPIRE', noise, retention_ms)
   wake()
+  if handoff == 'none' and told == '1' and redis.call('HEXISTS', rec, 'message') == 0 then
+    tidy() -- settled already: no sweep visits it again, nor anything else that would tidy it
+  end
   return handoff
 end
 
@@ -384,8 +399,8 @@ end
 -- is shown or cannot be); then what only a pending ask needs is dropped, so an ended ask keeps
 -- its audit trail and outcome for the retention and little else. (bridge.store.redis._settled)
 -- The descriptions went when it ended (finish); an ask a previous version ended kept them: they
--- go now.
-local function tidy()
+-- go now (and it is settled again by any op below that tidies).
+tidy = function()
   local handoff = redis.call('HGET', rec, 'handoff')
   if redis.call('HGET', rec, 'status') == 'pending'
       or (handoff ~= 'none' and handoff ~= 'sent' and handoff ~= 'confirmed')
