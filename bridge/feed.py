@@ -5,9 +5,8 @@ a :class:`~bridge.store.base.Delivery`. The host starts the next turn with
 :func:`render_delivery` as the user message, then acks. The text for an answer is exactly the tool
 result the waiting call would have returned (:func:`bridge.result.answers_result`), so the model
 reads one format whichever way the answer came (with ``answered_by`` when the ask's policy tells
-the model who answered: ``tell_model_who``). Both echo the questions without their option
-descriptions (:meth:`~bridge.models.QuestionSet.outline`), which the store drops once the ask is
-settled: a delivery read before or after that is the same text.
+the model who answered: ``tell_model_who``), the questions echoed whole: the store keeps an ask's
+option descriptions until its feed delivery is acknowledged (``bridge.store.keys``, Retention).
 """
 
 from __future__ import annotations
@@ -32,17 +31,23 @@ def render_delivery(record: AskRecord | Delivery) -> str:
         AskStatus.PENDING: "the questions have not been answered yet",
     }.get(rec.status, str(rec.status))
     return json.dumps(
-        {"questions": rec.questions.outline(), "status": rec.status.value, "error": reason},
+        {"questions": rec.questions.wire(), "status": rec.status.value, "error": reason},
         ensure_ascii=False,
     )
 
 
-def outcome_payload(record: AskRecord) -> dict[str, Any]:
+def outcome_payload(record: AskRecord, *, descriptions: bool = True) -> dict[str, Any]:
     """How an ask ended, as JSON-ready data for a pipeline (``ask-bridge feed``, webhooks):
     ``ask_id``, ``status``, ``result`` (the tool-result JSON: the answers the waiting call would
     have returned, or why none will come: :func:`render_delivery`), ``answered_by`` (everyone whose
     answer was taken -- one person, or the K who agreed -- each with user id, name and ISO time;
-    empty when nobody answered), ``answered_at``/``closed_at`` and the ask's ``context``."""
+    empty when nobody answered), ``answered_at``/``closed_at`` and the ask's ``context``.
+
+    Without ``descriptions`` (webhooks: sent from the ended-asks stream at any time, when the
+    store may or may not have dropped them yet) the result's questions leave out every option's
+    description, so an ask's payload is the same whenever it is built."""
+    if not descriptions:
+        record = record.model_copy(update={"questions": record.questions.undescribed()})
     return {
         "ask_id": record.id,
         "status": record.status.value,

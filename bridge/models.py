@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 MIN_QUESTIONS = 1
 MAX_QUESTIONS = 4
@@ -26,20 +34,47 @@ MAX_DESCRIPTION = 1000
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
+STORED = {"stored": True}
+"""Validation context for a record read back from a store (``model_validate_json(...,
+context=STORED)``): only there may an option lack its description (see :class:`Option`)."""
+
+
 class Option(BaseModel):
     """One choice of a question: a short ``label`` and a ``description`` of what it means.
 
-    The description helps a person decide, so only a pending ask needs it: an ended ask is shown
-    and reported without descriptions, and once nothing is left to do for it the store drops
-    them (``bridge.store.keys``, Retention). Such an option has the description ``""`` (never
-    given: a given one is non-empty), which it leaves out of its JSON."""
+    Both are required, from a model and from Python alike (``Option(label=...)`` alone is refused;
+    :func:`bridge.validation.validate_questions` refuses an option without one however it came).
+    The one exception is a stored record: the description helps a person decide, and once an
+    ask's outcome reached whoever gets it the store drops the descriptions (``bridge.store.keys``,
+    Retention). Such a record is read with the :data:`STORED` context, which lets an option
+    parse without its description; it then has the description ``""``, which its JSON leaves
+    out (never a given one: a given description is non-empty)."""
 
     model_config = ConfigDict(frozen=True)
 
     label: Annotated[NonEmpty, StringConstraints(max_length=MAX_LABEL)]
-    description: Annotated[NonEmpty, StringConstraints(max_length=MAX_DESCRIPTION)] = Field(
-        default="", exclude_if=lambda text: not text
-    )
+    description: Annotated[
+        str, StringConstraints(strip_whitespace=True, max_length=MAX_DESCRIPTION)
+    ] = Field(exclude_if=lambda text: not text)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_without_description(cls, data: object, info: ValidationInfo) -> object:
+        if isinstance(data, dict) and "description" not in data and info.context == STORED:
+            return {**data, "description": ""}
+        return data
+
+    @field_validator("description")
+    @classmethod
+    def _described(cls, text: str, info: ValidationInfo) -> str:
+        if not text and info.context != STORED:
+            raise ValueError("String should have at least 1 character")
+        return text
+
+
+def _undescribed(option: Option) -> Option:
+    """The option without its description (a copy, not validated: only a store builds one)."""
+    return option.model_copy(update={"description": ""})
 
 
 class Question(BaseModel):
@@ -87,16 +122,11 @@ class QuestionSet(BaseModel):
         """The questions as JSON-ready dicts, ``multiSelect`` always present."""
         return [q.model_dump(mode="json") for q in self.questions]
 
-    def outline(self) -> list[dict[str, object]]:
-        """The questions as an ended ask's outcome echoes them: :meth:`wire` without the option
-        descriptions (they helped the person decide; the store drops them once the ask settled,
-        so every outcome leaves them out, whenever it is read)."""
-        return self.undescribed().wire()
-
     def undescribed(self) -> QuestionSet:
-        """This set with every option's description dropped (what a settled ask keeps)."""
+        """This set with every option's description dropped (what a store keeps of an ask
+        whose outcome was handed over: see :class:`Option`)."""
         bare = tuple(
-            q.model_copy(update={"options": tuple(Option(label=o.label) for o in q.options)})
+            q.model_copy(update={"options": tuple(_undescribed(o) for o in q.options)})
             for q in self.questions
         )
         return self.model_copy(update={"questions": bare})

@@ -189,7 +189,7 @@ def answers_payload(
     ``who`` (only when the policy tells the model who answered), also ``answered_by``."""
     normalised = normalise_answers(qs, list(answers))
     body: dict[str, Any] = {
-        "questions": qs.outline(),
+        "questions": qs.wire(),
         "answers": [
             {"question": a.question, "selected": list(a.selected), "other_text": a.other_text}
             for a in normalised
@@ -206,10 +206,10 @@ def answers_result(
     """The tool result for answers: JSON text the model reads, one answer per question in order.
 
     ``{"questions": [...], "answers": [{"question", "selected", "other_text"}, ...]}``; the
-    questions echo the validated set with ``multiSelect`` always present and without the option
-    descriptions (:meth:`~bridge.models.QuestionSet.outline`: the store of an answered ask drops
-    them, so a result read from it later is the same text). Every path that hands answers to a
-    model (the waiting tool call, the deferred answers feed, MCP) renders them here.
+    questions echo the validated set whole (the options' descriptions included, as the model sent
+    them) with ``multiSelect`` always present. Every path that hands answers to a model (the
+    waiting tool call, the deferred answers feed, MCP) renders them here; the store keeps the
+    descriptions until the outcome was handed over (``bridge.store.keys``, Retention).
     """
     return json.dumps(answers_payload(qs, answers, who), ensure_ascii=False)
 
@@ -226,14 +226,13 @@ def unanswered_text(expired: bool) -> str:
 
 
 def deferred_result(qs: QuestionSet, deferred: AskUserDeferred) -> dict[str, Any]:
-    """The tool result for a deferral: ``{"questions", "status": "deferred", "instructions"}``,
-    the questions echoed as :func:`answers_result` echoes them.
+    """The tool result for a deferral: ``{"questions", "status": "deferred", "instructions"}``.
 
     ``deferred.extra`` is deliberately absent: it is for the host, found on
     :attr:`ToolOutcome.deferred`.
     """
     return {
-        "questions": qs.outline(),
+        "questions": qs.wire(),
         "status": "deferred",
         "instructions": deferred.instructions,
     }

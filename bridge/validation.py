@@ -293,10 +293,15 @@ def validate_questions(raw: object) -> QuestionSet:
     ``raw`` is the value of the tool's ``questions`` argument: a list of question objects (dicts
     or :class:`Question` models, mixed freely), or a ready :class:`QuestionSet`. Any other input --
     a string, even one holding valid JSON, a number, ``None`` -- is rejected with a message asking
-    for an array of objects. Nothing but ``ToolRejected`` is ever raised.
+    for an array of objects. A ready set is taken as it is unless an option in it has no
+    description (one read back from a store that dropped them: :class:`Option`): then it is
+    checked as a list, and refused as a model's option without one would be. Nothing but
+    ``ToolRejected`` is ever raised.
     """
     if isinstance(raw, QuestionSet):
-        return raw
+        if all(o.description for q in raw.questions for o in q.options):
+            return raw
+        raw = raw.questions
     if isinstance(raw, str | bytes):
         _reject(
             [

@@ -5,8 +5,8 @@
 ``ASK_BRIDGE_WEBHOOK_SECRET`` is set (required with the URL: nothing goes out unsigned).
 
 **What**: ``POST`` of JSON, :func:`bridge.feed.outcome_payload` of the ended ask (``ask_id``,
-``status``, ``result``: the tool-result JSON, ``answered_by``, ``answered_at``, ``closed_at``,
-``context``), with the headers
+``status``, ``result``: the tool-result JSON with the questions' options without their
+descriptions, ``answered_by``, ``answered_at``, ``closed_at``, ``context``), with the headers
 
 * ``X-AskBridge-Timestamp``: Unix seconds when this attempt was signed;
 * ``X-AskBridge-Signature``: ``v1=`` and the hex HMAC-SHA256, keyed with the secret, of
@@ -237,7 +237,7 @@ class WebhookWorker:
         if any(d.get("status") in ("delivered", "gave_up") for d in past):
             return  # another worker (or this one, before a restart) finished it
         attempt = len(past)
-        body = json.dumps(outcome_payload(record), ensure_ascii=False).encode()
+        body = json.dumps(outcome_payload(record, descriptions=False), ensure_ascii=False).encode()
         ended_at = record.answered_at or record.closed_at or time.time()
         while True:
             attempt += 1

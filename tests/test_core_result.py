@@ -130,11 +130,8 @@ def test_answers_result_is_json_with_one_answer_per_question(qs: QuestionSet) ->
     assert isinstance(text, str)
     data = json.loads(text)
     assert list(data) == ["questions", "answers"]
-    assert data["questions"] == qs.outline()  # the descriptions are for a person deciding
+    assert data["questions"] == qs.wire()
     assert all("multiSelect" in item for item in data["questions"])
-    assert [o for q in data["questions"] for o in q["options"]] == [
-        {"label": o.label} for q in qs.questions for o in q.options
-    ]
     assert data["answers"] == [
         {"question": FORMAT, "selected": [], "other_text": None},
         {"question": SECTIONS, "selected": ["Body"], "other_text": None},
@@ -157,7 +154,7 @@ def test_deferred_result_shape_and_no_extra(qs: QuestionSet) -> None:
     deferred = AskUserDeferred(extra={"ask_id": "secret-id-123"})
     content = deferred_result(qs, deferred)
     assert content == {
-        "questions": qs.outline(),
+        "questions": qs.wire(),
         "status": "deferred",
         "instructions": DEFAULT_INSTRUCTIONS,
     }
@@ -179,7 +176,7 @@ def test_tool_outcome_holds_answers_or_a_deferral(qs: QuestionSet) -> None:
     assert json.loads(answered.content)["answers"][0]["selected"] == ["Summary"]
     deferred = ToolOutcome(questions=qs, deferred=AskUserDeferred(instructions="Wait."))
     assert deferred.content == {
-        "questions": qs.outline(),
+        "questions": qs.wire(),
         "status": "deferred",
         "instructions": "Wait.",
     }

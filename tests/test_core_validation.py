@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from samples import FORMAT, FORMAT_QUESTION
 
 from bridge import Option, Question, QuestionSet, ToolRejected, validate_questions
-from bridge.models import MAX_DESCRIPTION, MAX_HEADER, MAX_LABEL, MAX_QUESTION_TEXT
+from bridge.models import MAX_DESCRIPTION, MAX_HEADER, MAX_LABEL, MAX_QUESTION_TEXT, STORED
 from bridge.text import look
 
 
@@ -55,6 +56,32 @@ def test_accepts_question_models_mixed_with_dicts_and_a_ready_set() -> None:
     assert qs.questions[0] == model
     assert validate_questions(qs) is qs
     assert validate_questions(tuple(qs.wire())) == qs
+
+
+def test_an_option_without_a_description_is_refused_however_it_was_built() -> None:
+    """From a model (a dict), from Python (``Option(label=...)``), or read back from a store that
+    dropped the descriptions (the only place one may parse without: ``STORED``) and passed in
+    as a ready set or as its questions: the same fixable message."""
+    fix = "questions[0].options[1].description is missing: say what choosing this option means"
+    bare = q(options=[{"label": "Summary", "description": "short"}, {"label": "Detailed"}])
+    assert fix in rejected([bare])
+    with pytest.raises(ValidationError, match="description"):
+        Option(label="Detailed")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="at least 1 character"):
+        Option(label="Detailed", description=" ")
+    stored = Option.model_validate({"label": "Detailed"}, context=STORED)
+    assert stored.description == "" and stored.model_dump() == {"label": "Detailed"}
+    whole = validate_questions([q()])
+    read_back = QuestionSet(
+        questions=(
+            whole.questions[0].model_copy(
+                update={"options": (whole.questions[0].options[0], stored)}
+            ),
+        )
+    )
+    assert fix in rejected(read_back)
+    assert fix in rejected(list(read_back.questions))
+    assert "options[0].description" in rejected(whole.undescribed())
 
 
 def test_input_is_not_modified() -> None:

@@ -18,7 +18,7 @@ from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed, ToolRejected
 from bridge.feed import render_delivery
 from bridge.memory_poster import MemoryPoster
-from bridge.models import Answer, Question
+from bridge.models import Answer, Question, QuestionSet
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.result import AskUserAnswered
@@ -56,6 +56,24 @@ async def test_block_returns_the_answers(store: Store) -> None:
     assert kinds == ["created", "posted", "answered"]
 
 
+async def test_the_model_reads_the_questions_whole_and_the_store_then_drops_descriptions(
+    store: Store,
+) -> None:
+    """The waiting call's result echoes every option's description, as the model sent them;
+    once it returned them (confirmed), the store keeps the ask without them."""
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=10))
+    call = asyncio.create_task(handler.ask_outcome(QS, {}))
+    posted = await poster.next_post()
+    await store.submit(posted.id, ALICE, ANSWERS)
+    outcome = await call
+    asked = QuestionSet(questions=tuple(QS))
+    assert json.loads(outcome.text)["questions"] == asked.wire()
+    assert json.loads(outcome.text)["questions"][0]["options"][0]["description"]
+    kept = await store.get(posted.id)
+    assert kept is not None and kept.questions == asked.undescribed()
+
+
 async def test_defer_mode_returns_at_once_and_answer_reaches_feed(store: Store) -> None:
     poster = MemoryPoster()
     handler = ChatHandler(poster, store, DEST, AskPolicy(mode="defer"))
@@ -69,7 +87,13 @@ async def test_defer_mode_returns_at_once_and_answer_reaches_feed(store: Store) 
     delivery = await asyncio.wait_for(anext(feed), 10)
     await feed.aclose()  # type: ignore[attr-defined]
     assert delivery.record.id == ask_id
-    assert json.loads(render_delivery(delivery))["answers"][1]["selected"] == ["No", "Later"]
+    result = json.loads(render_delivery(delivery))
+    assert result["answers"][1]["selected"] == ["No", "Later"]
+    asked = QuestionSet(questions=tuple(QS))
+    assert result["questions"] == asked.wire()  # whole until acknowledged
+    await store.ack(delivery)
+    kept = await store.get(ask_id)
+    assert kept is not None and kept.questions == asked.undescribed()
 
 
 async def test_timeout_defers_and_keeps_ask_open(store: Store) -> None:

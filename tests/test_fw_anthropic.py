@@ -46,16 +46,8 @@ QUESTIONS: list[dict[str, Any]] = [
 
 MODEL = "claude-sonnet-4-6"
 
-# What the bridge echoes back: the validated questions, multiSelect always present, without the
-# option descriptions (they are for the person deciding).
-ECHOED = [
-    {
-        **q,
-        "options": [{"label": o["label"]} for o in q["options"]],
-        "multiSelect": q.get("multiSelect", False),
-    }
-    for q in QUESTIONS
-]
+# What the bridge echoes back: the validated questions, multiSelect always present.
+ECHOED = [{**QUESTIONS[0], "multiSelect": False}, QUESTIONS[1]]
 
 ANSWERS = {
     "answers": [
@@ -297,7 +289,7 @@ def test_answered_call_round_trip() -> None:
         {"type": "tool_result", "tool_use_id": "toolu_01", "content": results[0].content}
     ]
     assert json.loads(results[0].content) == {"questions": ECHOED, **ANSWERS}
-    assert "no new infra" not in results[0].content  # the descriptions were for the person
+    assert "no new infra" in results[0].content and "—" in results[0].content  # not \u-escaped
 
 
 def test_rejected_call_is_an_error_result_the_model_fixes() -> None:

@@ -1,7 +1,9 @@
-"""What an ended ask keeps, over every backend: its options' descriptions go when it ends (only a
-person deciding needs them), while its outcome, labels and audit trail stay; and everything that
-can still touch it -- a late click, the sweeper, the outcome for the feed and webhooks, a
-re-render -- works on it, also on an ask ended by the version before (which kept them)."""
+"""What an ended ask keeps, over every backend: its options' descriptions stay until its outcome
+reached whoever gets it -- the waiting call's result and a feed delivery echo the questions whole
+-- and go then (the call confirmed, the delivery was acknowledged, or nobody was to be told), while
+its outcome, labels and audit trail stay; and everything that can still touch it -- a late click,
+the sweeper, the outcome for the feed and webhooks, a re-render -- works on it, also on an ask
+ended by a version that kept them."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from redis.asyncio.cluster import RedisCluster
 from bridge.feed import outcome_payload, render_delivery
 from bridge.models import Answer, Option, QuestionSet
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
-from bridge.store.base import DuplicateAsk, Store, SubmitOutcome, creation_text
+from bridge.result import answers_result
+from bridge.store.base import Delivery, DuplicateAsk, Store, SubmitOutcome, creation_text
 from bridge.store.keys import Fields
 from bridge.store.redis import RedisStore
 
@@ -31,10 +34,10 @@ TRICKY = ('Go "now" \\ ,"description":"x"}\n', "\u20ac \t, ends in \\", 'a \\"qu
 (a closing quote after an even run of them, an escaped one after an odd run), its own key."""
 
 
-def tricky_record() -> AskRecord:
+def tricky_record(*, deferred: bool = False) -> AskRecord:
     """One single-select question (a click answers it) whose descriptions look like JSON, and a
     context with a ``description`` of its own (the caller's: kept)."""
-    rec = new_record()
+    rec = new_record(deferred=deferred)
     q = rec.questions.questions[0]
     options = tuple(
         Option(label=o.label, description=d) for o, d in zip(q.options, TRICKY, strict=True)
@@ -43,20 +46,44 @@ def tricky_record() -> AskRecord:
     return rec.model_copy(update={"questions": qs, "context": {"description": '"mine",'}})
 
 
+def echoed(result: str) -> list[dict[str, object]]:
+    """The questions a tool result (JSON text) echoes."""
+    questions: list[dict[str, object]] = json.loads(result)["questions"]
+    return questions
+
+
 async def answered_and_shown(store: Store, rec: AskRecord) -> AskRecord:
-    """Create, post, answer by a click while a call waits, return it, show it: settled."""
+    """Create, post, answer by a click while a call waits, return it, show it: settled. Until the
+    call confirms, the answer it returns and the stored ask hold every description."""
     await store.create(rec)
     await store.set_message(rec.id, MESSAGE)
     waiting = asyncio.create_task(store.wait(rec.id, 10))
     await asyncio.sleep(0.05)
     assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.ACCEPTED
-    assert await asyncio.wait_for(waiting, 10) is not None
+    returned = await asyncio.wait_for(waiting, 10)
+    assert returned is not None and returned.questions == rec.questions
+    assert returned.answers is not None
+    assert echoed(answers_result(returned.questions, returned.answers)) == rec.questions.wire()
+    held = await store.get(rec.id)
+    assert held is not None and held.questions == rec.questions  # a slow call may still take it
     await store.confirm(rec.id)
+    confirmed = await store.get(rec.id)
+    assert confirmed is not None and confirmed.questions == rec.questions.undescribed()
+    await store.confirm(rec.id)  # a retry changes nothing
+    assert await store.get(rec.id) == confirmed
     assert await store.claim_render(rec.id) is not None
     await store.mark_rendered(rec.id)
     kept = await store.get(rec.id)
     assert kept is not None
     return kept
+
+
+async def next_delivery(store: Store) -> Delivery:
+    feed = store.feed("c1")
+    try:
+        return await asyncio.wait_for(anext(feed), 10)
+    finally:
+        await feed.aclose()  # type: ignore[attr-defined]
 
 
 async def test_an_answered_ask_keeps_its_outcome_without_descriptions(store: Store) -> None:
@@ -67,11 +94,12 @@ async def test_an_answered_ask_keeps_its_outcome_without_descriptions(store: Sto
     assert kept.context == rec.context and kept.destination == rec.destination
     assert kept.answers == YES and kept.answered_by == ALICE and kept.answered_at
     assert kept.status is AskStatus.ANSWERED and kept.message == MESSAGE
-    # the outcome, as the feed, webhooks and `ask-bridge wait` give it, is what it was
+    # `ask-bridge wait` on it now: the outcome, its questions as kept
+    assert echoed(render_delivery(kept)) == rec.questions.undescribed().wire()
+    # webhooks leave the descriptions out whenever they send it
     whole = kept.model_copy(update={"questions": rec.questions})
-    assert render_delivery(kept) == render_delivery(whole)
-    assert outcome_payload(kept) == outcome_payload(whole)
-    assert json.loads(render_delivery(kept))["questions"] == rec.questions.outline()
+    assert outcome_payload(kept, descriptions=False) == outcome_payload(whole, descriptions=False)
+    assert "Go" not in json.dumps(outcome_payload(whole, descriptions=False))
     # late clicks are judged on the labels kept, and land in the trail
     assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.REPEATED
     late = await store.pick(rec.id, BOB, 0, 1)
@@ -82,7 +110,41 @@ async def test_an_answered_ask_keeps_its_outcome_without_descriptions(store: Sto
     assert await store.get(rec.id) == kept
 
 
+async def test_a_fed_answer_keeps_its_descriptions_until_the_delivery_is_acked(
+    store: Store,
+) -> None:
+    """Deferred, answered, shown (settled for the sweeper): the feed's delivery -- read again by
+    a reader that died before its ack -- echoes the questions whole; the ack drops them."""
+    rec = tricky_record(deferred=True)
+    await store.create(rec)
+    await store.set_message(rec.id, MESSAGE)
+    assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.ACCEPTED
+    assert await store.claim_render(rec.id) is not None
+    await store.mark_rendered(rec.id)
+    assert await store.sweep(time.time() + 7200) is not None
+    first = await next_delivery(store)
+    assert first.record.questions == rec.questions
+    assert echoed(render_delivery(first)) == rec.questions.wire()
+    again = await next_delivery(store)  # not acked: handed out again, whole
+    assert again.delivery_id == first.delivery_id and again.record == first.record
+    stored = await store.get(rec.id)
+    assert stored is not None and stored.questions == rec.questions
+    await store.ack(again)
+    acked = await store.get(rec.id)
+    assert acked == first.record.model_copy(update={"questions": rec.questions.undescribed()})
+    await store.ack(again)  # a retry changes nothing
+    assert await store.get(rec.id) == acked
+    # every reader still works on it
+    assert (await store.pick(rec.id, BOB, 0, 1)).outcome is SubmitOutcome.ALREADY_ANSWERED
+    assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.REPEATED
+    assert await store.claim_render(rec.id) is None  # shown already
+    assert [e.kind for e in await store.history(rec.id)][-2:] == ["rendered", "late"]
+    assert await store.sweep(time.time() + 7200) is not None
+    assert await store.get(rec.id) == acked
+
+
 async def test_an_ask_that_ended_unanswered_keeps_its_labels(store: Store) -> None:
+    """Cancelled with nobody waiting to be told: its descriptions go when it ends."""
     rec = tricky_record()
     await store.create(rec)
     await store.set_message(rec.id, MESSAGE)
@@ -94,10 +156,27 @@ async def test_an_ask_that_ended_unanswered_keeps_its_labels(store: Store) -> No
     assert await store.get(rec.id) == closed
     assert (await store.submit(rec.id, BOB, YES)).outcome is SubmitOutcome.CLOSED
     result = json.loads(render_delivery(closed))
-    assert result["status"] == "cancelled" and result["questions"] == rec.questions.outline()
+    assert result["status"] == "cancelled"
+    assert result["questions"] == rec.questions.undescribed().wire()
     await store.create(rec)  # a retry of its create (its reply lost) is still recognised
     with pytest.raises(DuplicateAsk):
         await store.create(rec.model_copy(update={"expires_at": rec.expires_at + 1}))
+
+
+async def test_a_deferred_ask_that_expires_keeps_its_descriptions_for_the_feed(
+    store: Store,
+) -> None:
+    """Its expiry is fed (the deferring host is told): whole until acked."""
+    rec = tricky_record(deferred=True).model_copy(update={"expires_at": time.time() + 0.2})
+    await store.create(rec)
+    await asyncio.sleep(0.3)
+    assert await store.sweep() is not None
+    delivery = await next_delivery(store)
+    assert delivery.record.status is AskStatus.EXPIRED
+    assert echoed(render_delivery(delivery)) == rec.questions.wire()
+    await store.ack(delivery)
+    acked = await store.get(rec.id)
+    assert acked is not None and acked.questions == rec.questions.undescribed()
 
 
 async def test_an_ask_that_ends_with_nothing_to_show_is_settled_at_once(store: Store) -> None:
@@ -144,8 +223,9 @@ async def test_the_stored_body_loses_exactly_the_descriptions(
 async def test_an_ask_ended_by_the_version_before_is_read_alike_and_settled_anew(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
-    """A rolling upgrade: asks the version before ended keep their descriptions in Redis. Every
-    reader takes them; the outcome is the same text; settling them again drops them."""
+    """A rolling upgrade: asks a version that kept every description ended keep them in Redis.
+    Every reader takes them; a webhook's outcome is the same text; settling them again (the
+    waiting call confirmed) drops them."""
     url = url_for(kind, request)
     assert url is not None
     store = RedisStore.from_url(url, prefix=f"old{secrets.token_hex(3)}")
@@ -157,7 +237,7 @@ async def test_an_ask_ended_by_the_version_before_is_read_alike_and_settled_anew
         await raw.hset(key, Fields.BODY, creation_text(rec))  # as the version before kept it
         old = await store.get(rec.id)
         assert old == kept.model_copy(update={"questions": rec.questions})
-        assert outcome_payload(old) == outcome_payload(kept)
+        assert outcome_payload(old, descriptions=False) == outcome_payload(kept, descriptions=False)
         assert (await store.pick(rec.id, ALICE, 0, 0)).outcome is SubmitOutcome.REPEATED
         late = await store.pick(rec.id, BOB, 0, 1)
         assert late.outcome is SubmitOutcome.ALREADY_ANSWERED and late.record == old

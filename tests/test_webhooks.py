@@ -128,6 +128,9 @@ async def test_delivered_signed_and_recorded(
     assert payload["status"] == "answered" and payload["context"] == {"pipeline": "deploy-42"}
     assert [(w["user_id"], w["name"]) for w in payload["answered_by"]] == [("U_ALICE", "Alice")]
     assert payload["result"]["answers"][0]["selected"] == ["Yes"]
+    # our own format: the options without descriptions, whether or not the store still has them
+    options = [o for q in payload["result"]["questions"] for o in q["options"]]
+    assert options and all(list(o) == ["label"] for o in options)
     assert json.loads(by_id[cancelled.id].body)["status"] == "cancelled"
     timestamp, signature = hit.headers[TIMESTAMP_HEADER], hit.headers[SIGNATURE_HEADER]
     assert signature.startswith("v1=")

@@ -159,9 +159,9 @@ local function strip_questions(answers)
   return drop_strings(answers, 'question', #answers + 1)
 end
 
--- A body without its options' descriptions (only a person deciding needs them: every final
--- state, outcome and result shows an ended ask without them, bridge.models.Option). Only in the
--- question set, which the body holds before its destination; the context after it is the
+-- A body without its options' descriptions (only a person deciding and the outcome's hand-over
+-- need them: every final state shows an ended ask without them, bridge.models.Option). Only in
+-- the question set, which the body holds before its destination; the context after it is the
 -- caller's own.
 local function undescribed(body)
   local stop = string.find(body, ',"destination":{', 1, true)
@@ -172,8 +172,10 @@ local function undescribed(body)
   return body
 end
 
--- Drop them from the stored body: when the ask ends, so every read of an ended ask is the same
--- (and when an ask a previous version ended, keeping them, is settled again).
+-- Drop them from the stored body once the outcome reached whoever gets it (the tool result echoes
+-- the questions whole): when an ask ends with nobody to tell ('none'), when the waiting call
+-- confirms ('confirmed'), when its feed delivery is acknowledged ('acked'); and when an ask a
+-- previous version ended, keeping them, is settled again with its hand-off done.
 local function undescribe()
   local body = stored_body()
   local bare = undescribed(body)
@@ -185,11 +187,10 @@ end
 
 local tidy -- below: settling an ask that ends with nothing left to do (no message to show)
 
--- Leave "pending": drop what only a person deciding needs, decide who gets the outcome, wake
--- waiters, start the retention clock.
+-- Leave "pending": decide who gets the outcome (with nobody to tell, drop what only a person
+-- deciding needs), wake waiters, start the retention clock.
 local function finish(status)
   unpend()
-  undescribe()
   local handoff, deferred = 'none', '0'
   if redis.call('HGET', rec, 'deferred') == '1' then
     handoff = 'feed'
@@ -210,6 +211,9 @@ local function finish(status)
     redis.call('XADD', ended_stream, 'MINID', '~', minid, '*', 'ask', ask_id)
     redis.call('PEXPIRE', ended_stream, retention_ms + 86400000)
     told = '1'
+  end
+  if handoff == 'none' then
+    undescribe()
   end
   if deferred == '1' then
     redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'deferred', '1', 'told', told)
@@ -398,8 +402,9 @@ end
 -- Whether nothing is left to do for the ask (it ended, its hand-off is settled, its final state
 -- is shown or cannot be); then what only a pending ask needs is dropped, so an ended ask keeps
 -- its audit trail and outcome for the retention and little else. (bridge.store.redis._settled)
--- The descriptions went when it ended (finish); an ask a previous version ended kept them: they
--- go now (and it is settled again by any op below that tidies).
+-- The descriptions went when its outcome was handed over (finish, confirm); an ask a previous
+-- version ended kept them: they go now (it is settled again by any op below that tidies) --
+-- except on the feed ('sent'), whose delivery may not be acknowledged yet ('acked' drops them).
 tidy = function()
   local handoff = redis.call('HGET', rec, 'handoff')
   if redis.call('HGET', rec, 'status') == 'pending'
@@ -410,7 +415,9 @@ tidy = function()
   unpend()
   redis.call('HDEL', rec, 'exp', 'attempt', 'render_by', 'reminded_at', 'timer_step', 'timer_at',
     'timer_by', 'timer_tries')
-  undescribe()
+  if handoff ~= 'sent' then
+    undescribe()
+  end
   if redis.call('HGET', rec, 'status') == 'answered' and redis.call('HGET', rec, 'slim') ~= '1' then
     -- the answers (and each person's submission of an ask that needed several) keep no question
     -- texts: the body has them, and a late click is judged on the same slim form
@@ -725,10 +732,15 @@ elseif op == 'observe' then
   return {status}
 elseif op == 'confirm' then
   -- the waiting call returned the answer it took, or was woken with: nothing more to hand off
+  -- (and its descriptions go: the call's result echoed them)
   local handoff = redis.call('HGET', rec, 'handoff')
   if handoff == 'taken' or handoff == 'waiter' then
     redis.call('HSET', rec, 'handoff', 'confirmed')
     redis.call('DEL', lease)
+    handoff = 'confirmed'
+  end
+  if handoff == 'confirmed' then
+    undescribe()
   end
   return {'ok', tidy()}
 elseif op == 'release' then
@@ -808,6 +820,13 @@ elseif op == 'deliver' then
     return {'deliver', record()}
   end
   return {'dup'}
+elseif op == 'acked' then
+  -- 7 entry id: the answers feed's delivery of the ask was acknowledged; if it is the entry that
+  -- delivers it (deliver's 'fed'), the outcome reached its reader and the descriptions go
+  if redis.call('HGET', rec, 'fed') == ARGV[7] then
+    undescribe()
+  end
+  return {'ok'}
 elseif op == 'claim' then
   -- 7 render interval (s), 8 claim token, 9 message JSON ('' if none), 10 its event detail:
   -- the right to show the final state, once per interval

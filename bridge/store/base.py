@@ -571,7 +571,8 @@ class Store(ABC):
     async def confirm(self, ask_id: str) -> None:
         """The waiting call returned the answer it took (:meth:`wait` or :meth:`defer`): the
         hand-off is done (``taken`` -> ``confirmed``), the lease dropped, nothing goes to the
-        feed. Safe to retry; a no-op for an answer that is not ``taken``. Should this fail, the
+        feed, and the ask's option descriptions are dropped (the call's result echoed them).
+        Safe to retry; a no-op for an answer that is not ``taken``. Should this fail, the
         lease is no longer kept alive, so the answer reaches the feed (at least once)."""
 
     @abstractmethod
@@ -728,7 +729,9 @@ class Store(ABC):
 
     @abstractmethod
     async def ack(self, delivery: Delivery) -> None:
-        """Acknowledge a delivery so it is not handed out again."""
+        """Acknowledge a delivery so it is not handed out again. Its reader has the outcome now,
+        so the store drops the ask's option descriptions (``bridge.store.keys``, Retention); a
+        delivery read before this still has them. Safe to retry."""
 
     @abstractmethod
     def ended(self, consumer: str) -> AsyncIterator[Delivery]:

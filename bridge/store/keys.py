@@ -119,26 +119,33 @@ to ``"1"`` -- except on Cluster, where it sets ``"0"``, and the process then XAD
 Showing the final state: ``claim_render`` records ``render_at`` (and counts ``render_tries``) when
 nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
 
-Retention: when an ask ends, its body drops its options' descriptions (only a person deciding
-needs them: every final state, outcome and result shows an ended ask without them, see
-:class:`bridge.models.Option`). Once it is settled (nothing left for a sweeper; an ask that ends
-with no message to show it on is settled by its ending, as no sweep visits it), the fields only a
-pending or just-ended ask needs (``exp``, ``attempt``, ``render_by``, and the reminders'
-``reminded_at`` and ``timer_*`` claim, and of an ask that needed several people the ``suba:``
-fields and the ``subk:`` fields a late click no longer compares: all but those equal to the
-accepted answers) are dropped, and its answers keep no question texts (``slim``). What stays for
-the retention: the question set without descriptions (a late click shows the final state again
-from it and is judged on its labels), the outcome and the audit trail.
+Retention: once an ask's outcome reached whoever gets it, its body drops its options'
+descriptions (they help a person decide; every final state shows an ended ask without them, but
+the tool result echoes the questions whole, see :class:`bridge.models.Option`). When that is
+depends on the hand-off: ``none`` (nobody to tell) when the ask ends; ``waiter`` when the waiting
+call confirms (``confirm``, or a settling step that finds it ``confirmed``); ``feed`` when the
+feed's delivery of it is acknowledged (``acked``, run by ``Store.ack`` after the XACK, for the
+entry named by ``fed``). A feed entry never acknowledged keeps them for the retention; an answer a
+waiting call confirmed and was then cancelled before it read the reply (``release`` of a
+``confirmed`` hand-off) is fed without them. Once it is settled (nothing left for a sweeper; an
+ask that ends with no message to show it on is settled by its ending, as no sweep visits it), the
+fields only a pending or just-ended ask needs (``exp``, ``attempt``, ``render_by``, and the
+reminders' ``reminded_at`` and ``timer_*`` claim, and of an ask that needed several people the
+``suba:`` fields and the ``subk:`` fields a late click no longer compares: all but those equal to
+the accepted answers) are dropped, and its answers keep no question texts (``slim``). What stays
+for the retention: the question set (a late click shows the final state again from it and is
+judged on its labels), the outcome and the audit trail.
 The audit trail's answers never repeat the question texts (answer ``i`` answers question ``i``).
-An ask ended by a version before descriptions were dropped kept them in its body: every reader
-takes either form, and settling it again (``tidy`` in ``ask.lua``) drops them. (That older
-version cannot read an option without a description: a process still on it during a rolling
-upgrade fails on asks ended under this one.)
+An ask ended by a version that kept every description keeps them in its body: every reader takes
+either form, and settling it again (``tidy`` in ``ask.lua``) drops them, unless it waits on the
+feed (``sent``). (Versions before descriptions were ever dropped cannot read an option without
+one: a process still on one during a rolling upgrade fails on asks whose outcome was handed over
+under this one.)
 Packing the settled record's fields into one field was measured (``MEMORY USAGE``, valkey 9.1):
 about 130 bytes saved of a realistic ended ask's 3.2 KB -- the hash costs little per field -- so
 they stay separate fields that ``ask.lua`` reads and writes one by one. Dropping the descriptions
-costs the ending script about 7 us (realistic texts); it is done there, not when the ask settles,
-so every read of an ended ask is the same record.
+costs the script that does it about 7 us (realistic texts): an expiry with nobody to tell pays
+it in the ending script.
 
 ``ask.lua`` spells the key order and field names literally (Lua cannot import them); a change here
 is a change there.

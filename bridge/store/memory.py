@@ -234,12 +234,10 @@ class MemoryStore(Store):
         else:
             entry.handoff = "none"
         entry.record = rec.model_copy(
-            update={
-                "status": status,
-                "deferred": rec.deferred or entry.handoff == "feed",
-                "questions": rec.questions.undescribed(),  # see ``undescribe`` in ask.lua
-            }
+            update={"status": status, "deferred": rec.deferred or entry.handoff == "feed"}
         )
+        if entry.handoff == "none":  # nobody to tell (see ``undescribe`` in ask.lua)
+            self._undescribe(entry)
         entry.purge_at = now + self.retention
         self._timers.pop(rec.id, None)
         if entry.handoff == "feed":
@@ -252,6 +250,12 @@ class MemoryStore(Store):
         entry.record = entry.record.model_copy(update={"closed_at": now})
         self._event(entry, "expired", None, now)
         self._finish(entry, AskStatus.EXPIRED, now)
+
+    @staticmethod
+    def _undescribe(entry: _Ask) -> None:
+        """The outcome reached whoever gets it: drop the options' descriptions (``ask.lua``)."""
+        rec = entry.record
+        entry.record = rec.model_copy(update={"questions": rec.questions.undescribed()})
 
     def _enqueue(self, entry: _Ask) -> None:
         self._feed.add(entry.record.id)
@@ -459,6 +463,7 @@ class MemoryStore(Store):
                 entry.handoff = "confirmed"
                 entry.held = False
                 entry.lease_until = 0.0
+                self._undescribe(entry)  # the call's result echoed them
 
     async def wait(self, ask_id: str, timeout: float) -> AskRecord | None:  # noqa: ASYNC109
         entry = await self._until_ended(ask_id, timeout, holds_lease=True)
@@ -735,6 +740,9 @@ class MemoryStore(Store):
     async def ack(self, delivery: Delivery) -> None:
         with self._lock:
             self._feed.drop(delivery.delivery_id)
+            entry = self._live(delivery.record.id)
+            if entry is not None and entry.fed.get(self._feed.name) == delivery.delivery_id:
+                self._undescribe(entry)  # its reader has the outcome (see ``acked`` in ask.lua)
 
     def ended(self, consumer: str) -> AsyncIterator[Delivery]:
         return self._read(self._ended, consumer)

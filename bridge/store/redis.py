@@ -1188,8 +1188,11 @@ class RedisStore(Store):
 
     @_guarded("ack")
     async def ack(self, delivery: Delivery) -> None:
+        """XACK, then ``acked``: the descriptions go only once the entry can no longer be handed
+        out again (should the second step fail, they stay for the retention)."""
         await self._init()
         await self._r.xack(self.keys.feed, self.group, delivery.delivery_id)
+        await self._run("acked", delivery.record.id, delivery.delivery_id)
 
     def ended(self, consumer: str) -> AsyncIterator[Delivery]:
         return self._read(self.keys.ended, ENDED_GROUP, Fields.TOLD_BY, consumer, self.ended_idle)

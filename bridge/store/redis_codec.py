@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.models import Answer
+from bridge.models import STORED, Answer
 from bridge.record import AskRecord, Submission
 from bridge.store.base import creation_text
 from bridge.store.keys import Fields
@@ -26,7 +26,9 @@ def record(raw: dict[str, str]) -> AskRecord:
 
     Its JSON is spliced together from the stored pieces (the body, and the fields that change,
     stored as JSON or numbers) and validated in one pass by pydantic's JSON parser: no Python
-    dicts in between, which matters when a sweep builds 100,000 records at once."""
+    dicts in between, which matters when a sweep builds 100,000 records at once. Read as
+    :data:`~bridge.models.STORED`: an ask whose outcome was handed over keeps no option
+    descriptions."""
     body = raw[Fields.BODY]
     parts = [body[: body.rindex("}")], ',"status":', json.dumps(raw[Fields.STATUS])]
     parts += [',"deferred":', "true" if raw.get(Fields.DEFERRED) == "1" else "false"]
@@ -45,7 +47,7 @@ def record(raw: dict[str, str]) -> AskRecord:
     if raw.get(Fields.CLOSED_AT):
         parts += [',"closed_at":', _number(raw[Fields.CLOSED_AT])]
     parts.append("}")
-    built = AskRecord.model_validate_json("".join(parts))
+    built = AskRecord.model_validate_json("".join(parts), context=STORED)
     subs = [value for field, value in raw.items() if field.startswith(Fields.SUBMISSION)]
     return built.model_copy(update={"submissions": submissions(built, subs)}) if subs else built
 
