@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import sys
 import tempfile
 import time
@@ -20,6 +21,7 @@ from bridge.models import (
     MAX_DESCRIPTION,
     MAX_HEADER,
     MAX_LABEL,
+    MAX_OPTIONS,
     MAX_QUESTION_TEXT,
     Option,
     Question,
@@ -60,6 +62,109 @@ def four_questions() -> QuestionSet:
             for i in range(4)
         )
     )
+
+
+_CONTEXTS = (
+    ("Export", "The nightly export to the billing warehouse failed {n} times this week"),
+    ("Latency", "Checkout latency at p99 went from 180 ms to {n} ms after Tuesday's deploy"),
+    ("Certificate", "The certificate for the public API expires in {n} days"),
+    ("CI time", "CI on the main branch now takes {n} minutes, mostly in the browser tests"),
+    ("Disk", "Disk usage on the primary database reached {n}% overnight"),
+    ("Invoices", "Two enterprise customers reported invoices off by {n} cents"),
+    ("SDK", "The vendor's SDK we pin is {n} minor versions behind and unsupported"),
+    ("Memory", "Memory of the search workers grows by {n} MB an hour until they restart"),
+    ("Retention", "Legal asked to keep audit logs for {n} months instead of twelve"),
+    ("Sign-up", "The sign-up form drops about {n} submissions a day on older Android phones"),
+    ("Budget", "Our error budget for the quarter is down to {n} minutes"),
+    ("Flaky test", "A flaky test in the payments suite failed {n} of the last fifty runs"),
+)
+_ASKS = (
+    "How should I handle it before Friday's release freeze?",
+    "Which of these do you want me to do first?",
+    "Should I fix it now, or leave it for the team's next planning?",
+    "What is the safest way forward given the on-call rota this week?",
+    "Do you want me to change anything before I open the pull request?",
+    "Which option should I take, knowing the change touches shared code?",
+    "How far should I go without waiting for the owners to review it?",
+    "Who should decide this, and what should I do meanwhile?",
+)
+_ACTIONS = (
+    ("Roll back", "Roll back to the previous release and reopen the ticket"),
+    ("Patch and backfill", "Patch the query and backfill the {n} affected rows"),
+    ("Pin it", "Pin the dependency to the last version that passed"),
+    ("Split pipeline", "Split the browser tests into a nightly pipeline"),
+    ("Alert and page", "Add an alert at {n}% and page the on-call engineer"),
+    ("Renew by hand", "Renew the certificate by hand and automate it next sprint"),
+    ("Ask the owners", "Ask the owning team to review before anything changes"),
+    ("Flag off", "Disable the feature flag for new accounts only"),
+    ("Shard it", "Shard the job across {n} workers"),
+    ("Migrate tonight", "Write a migration and run it in tonight's window"),
+    ("Raise limit", "Raise the limit temporarily and watch the dashboards"),
+    ("Leave it", "Leave everything as it is and document the risk"),
+    ("Move to EU", "Move the job to the EU cluster, which is quieter at night"),
+    ("Retry runs", "Retry failed runs automatically up to {n} times"),
+    ("Archive old data", "Archive data older than {n} days to cold storage"),
+    ("Open incident", "Open an incident and post on the status page"),
+)
+_EFFECTS = (
+    "reports stay stale until it is fixed",
+    "it needs roughly {n} hours of work and a short review",
+    "the bill for that stage grows by about {n}% a month",
+    "pull requests get feedback in under ten minutes again",
+    "nobody gets paged at night, but regressions show up a day later",
+    "the old version keeps running until every check passes",
+    "we lose history older than {n} days unless someone exports it first",
+    "customers may see a maintenance banner for about an hour",
+    "the data team has to sign off, which usually takes {n} days",
+    "rolling it back later is a single command",
+    "it blocks the mobile release that is waiting on the same branch",
+    "support gets fewer tickets, but finance has to approve the cost",
+    "the risk stays, and it will come back after the next traffic peak",
+    "two other services need a config change at the same time",
+    "it is what we did last quarter, and it held for {n} weeks",
+    "the change is invisible to customers",
+)
+
+
+def prose_questions(n_questions: int, call: int) -> list[dict[str, object]]:
+    """The ``questions`` argument of one realistic ask as a model sends it (decoded JSON), its
+    prose different for every ``call``: each question two sentences naming the call's ticket,
+    four options (as :func:`four_questions`) whose descriptions say what the choice does, and
+    half the time what follows, with the call's own figures in them; no text repeats within an
+    ask (labels and headers, a word or two, are drawn from short lists, as real ones repeat
+    across asks). Four questions come to about 2.9 KB of JSON, which raw deflate brings to about
+    37% (a hand-written ask of 2.6 KB: 42%; the same set for every call, :func:`four_questions`
+    with a call number: 10%), so a compressed copy is not flattered by repetition."""
+    rng = random.Random(call)
+
+    def fill(text: str) -> str:
+        return text.format(n=rng.randrange(2, 400))
+
+    out: list[dict[str, object]] = []
+    contexts = rng.sample(_CONTEXTS, n_questions)
+    for i, ((header, context), ask) in enumerate(
+        zip(contexts, rng.sample(_ASKS, n_questions), strict=True)
+    ):
+        options = [
+            {
+                "label": label,
+                "description": f"{fill(action)}: {fill(effect)}."
+                if rng.random() < 0.5
+                else f"{fill(action)}.",
+            }
+            for (label, action), effect in zip(
+                rng.sample(_ACTIONS, MAX_OPTIONS), rng.sample(_EFFECTS, MAX_OPTIONS), strict=True
+            )
+        ]
+        out.append(
+            {
+                "question": f"{fill(context)} (ticket #{call:05d}-{i}). {ask}",
+                "header": header,
+                "options": options,
+                "multiSelect": i % 2 == 1,
+            }
+        )
+    return out
 
 
 def record(qs: QuestionSet, n_questions: int = 4) -> AskRecord:

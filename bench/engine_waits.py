@@ -1,8 +1,9 @@
 """Concurrent waiting ``ask_user`` calls in one fresh process: RSS per call, Redis connections,
 and that every call returns its own answer.
 
-Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4] [--burst]`` (default
-10,000). For each N, and for 1 and 4 questions per ask, a fresh child process imports the bridge,
+Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4] [--texts
+realistic,repeated] [--burst]`` (default 10,000, both kinds of text). For each N, for 1 and 4
+questions per ask, and for each kind of text, a fresh child process imports the bridge,
 opens a ``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the
 scripts are in place), then starts N tool calls (:data:`WAVE` at a time, or all at once with
 ``--burst``) through ``AskUserTool.ainvoke`` with the model's arguments as decoded JSON -- exactly
@@ -10,6 +11,12 @@ what a framework hands over, and held by the bench as a framework holds them -- 
 created, posted (a poster that shows nothing) and waiting. RSS is read once every call is
 waiting *and* the server has run no command for a second (INFO commandstats), so every call's
 status check has run, after a collection.
+
+The texts: ``realistic`` (reported first) is distinct prose per call, as real asks are
+(:func:`engine_common.prose_questions`: about 2.7 KB of JSON for four questions, every question
+and description different per call); ``repeated`` is the same realistic-size question set for
+every call but a call number in its first question (:func:`engine_common.four_questions`), whose
+option texts repeat within the ask too -- it flatters whatever the call keeps compressed.
 Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
 ask, and each call must return its own answer.
 
@@ -26,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from engine_common import NullPoster, four_questions, rss, server_url
+from engine_common import NullPoster, four_questions, prose_questions, rss, server_url
 from redis.asyncio import Redis
 
 from bridge.asking import AskPolicy, ChatHandler
@@ -43,8 +50,13 @@ same instant (``--burst`` starts them all at once: that peak stays in RSS, freed
 to the system)."""
 
 
-def arguments(n_questions: int, i: int) -> object:
+TEXTS = ("realistic", "repeated")
+
+
+def arguments(texts: str, n_questions: int, i: int) -> object:
     """The ``questions`` argument as a model sends it (fresh objects per call)."""
+    if texts == "realistic":
+        return json.loads(json.dumps(prose_questions(n_questions, i)))
     qs = four_questions().model_dump(mode="json")["questions"][:n_questions]
     qs[0]["question"] = f"{qs[0]['question']} (call {i})"
     return json.loads(json.dumps(qs))
@@ -78,8 +90,8 @@ async def floor(n: int) -> None:
     await asyncio.gather(*parked)
 
 
-async def child(url: str, n: int, n_questions: int, wave: int) -> None:
-    prefix = f"waits{n_questions}x{n}"
+async def child(url: str, n: int, n_questions: int, wave: int, texts: str) -> None:
+    prefix = f"waits{n_questions}x{n}{texts}"
     store = RedisStore.from_url(url, prefix=prefix)
     poster = NullPoster()
     handler = ChatHandler(
@@ -89,17 +101,20 @@ async def child(url: str, n: int, n_questions: int, wave: int) -> None:
     raw = Redis.from_url(url, decode_responses=True)
 
     poster.queue = asyncio.Queue()
-    warm = asyncio.create_task(tool.ainvoke(arguments(n_questions, -1)))
+    warm = asyncio.create_task(tool.ainvoke(arguments(texts, n_questions, -1)))
     posted = await poster.queue.get()
     await store.submit(
         posted.id,
         Responder(user_id="U1"),
-        [Answer(question=q.question, selected=("Option 0",)) for q in posted.questions.questions],
+        [
+            Answer(question=q.question, selected=(q.options[0].label,))
+            for q in posted.questions.questions
+        ],
     )
     await warm
     poster.queue = None
 
-    args = [arguments(n_questions, i) for i in range(n)]
+    args = [arguments(texts, n_questions, i) for i in range(n)]
     gc.collect()
     before = rss()
     # ``args`` stays referenced, as a framework holds a tool call's arguments until it returns:
@@ -128,7 +143,7 @@ async def child(url: str, n: int, n_questions: int, wave: int) -> None:
                     r.id,
                     Responder(user_id="U1"),
                     [
-                        Answer(question=q.question, selected=("Option 1",), other_text=r.id)
+                        Answer(question=q.question, selected=(q.options[1].label,), other_text=r.id)
                         for q in r.questions.questions
                     ],
                 )
@@ -150,6 +165,7 @@ async def child(url: str, n: int, n_questions: int, wave: int) -> None:
             {
                 "n": n,
                 "questions": n_questions,
+                "texts": texts,
                 "wave": wave,
                 "rss_per_call": (during - before) / n,
                 "connections": conns,
@@ -167,7 +183,8 @@ async def child(url: str, n: int, n_questions: int, wave: int) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        asyncio.run(child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])))
+        url, n, n_questions, wave, texts = sys.argv[2:7]
+        asyncio.run(child(url, int(n), int(n_questions), int(wave), texts))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--floor":
         asyncio.run(floor(int(sys.argv[2])))
@@ -178,6 +195,13 @@ def main() -> None:
         at = args.index("--questions")
         shapes = tuple(int(q) for q in args[at + 1].split(","))
         del args[at : at + 2]
+    kinds = TEXTS
+    if "--texts" in args:
+        at = args.index("--texts")
+        kinds = tuple(args[at + 1].split(","))
+        del args[at : at + 2]
+        if not set(kinds) <= set(TEXTS):
+            sys.exit(f"--texts: one or more of {', '.join(TEXTS)}")
     wave = WAVE
     if "--burst" in args:
         args.remove("--burst")
@@ -193,27 +217,30 @@ def main() -> None:
             ).stdout
             bare = json.loads(out.strip().splitlines()[-1])["floor_per_task"]
             for q in shapes:
-                done = subprocess.run(
-                    [sys.executable, __file__, "--child", url, str(n), str(q), str(wave or n)],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                )
-                if done.returncode != 0:
-                    sys.exit(f"{n:,} calls, {q} question(s): the child failed\n{done.stderr}")
-                out = done.stdout
-                r = json.loads(out.strip().splitlines()[-1])
-                started = "all at once" if r["wave"] >= n else f"{r['wave']:,} at a time"
-                print(
-                    f"{r['n']:,} waiting ask_user calls, {r['questions']} question(s), fresh "
-                    f"process, started {started}: {r['rss_per_call'] / 1024:.1f} KB RSS per "
-                    f"call (floor: a bare parked task in a fresh process {bare / 1024:.2f} KB); "
-                    f"{r['connections']} Redis connections; {r['ok']:,}/{r['n']:,} returned "
-                    f"their own answer, {r['deferred']:,} deferred to the feed (all waiting "
-                    f"after {r['ready_s']:.1f} s, all answered "
-                    f"in {r['answer_all_s']:.1f} s); target <= 8 KB (4 questions), <= 4 "
-                    "connections"
-                )
+                for texts in kinds:
+                    run(url, n, q, wave, texts, bare)
+
+
+def run(url: str, n: int, q: int, wave: int, texts: str, bare: float) -> None:
+    """One child process: ``n`` calls of ``q`` questions with ``texts``; print its figures."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", url, str(n), str(q), str(wave or n), texts],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(f"{n:,} calls, {q} question(s), {texts} texts: the child failed\n{done.stderr}")
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    started = "all at once" if r["wave"] >= n else f"{r['wave']:,} at a time"
+    print(
+        f"{r['n']:,} waiting ask_user calls, {r['questions']} question(s), {texts} texts, fresh "
+        f"process, started {started}: {r['rss_per_call'] / 1024:.1f} KB RSS per call (floor: a "
+        f"bare parked task in a fresh process {bare / 1024:.2f} KB); {r['connections']} Redis "
+        f"connections; {r['ok']:,}/{r['n']:,} returned their own answer, {r['deferred']:,} "
+        f"deferred to the feed (all waiting after {r['ready_s']:.1f} s, all answered in "
+        f"{r['answer_all_s']:.1f} s); target <= 8 KB (4 questions), <= 4 connections"
+    )
 
 
 if __name__ == "__main__":
