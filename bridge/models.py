@@ -132,6 +132,30 @@ class QuestionSet(BaseModel):
         return self.model_copy(update={"questions": bare})
 
 
+_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+"""One ``model_fields_set`` per distinct set of field names, shared by the instances
+:func:`share_fields_sets` went through."""
+
+
+def share_fields_sets(qs: QuestionSet) -> QuestionSet:
+    """``qs``, its models now sharing their ``model_fields_set`` (one set per distinct set of
+    names given), and returned.
+
+    pydantic gives every instance a set of the fields it was given (216 bytes): four questions
+    of four options are 21 models, and 4.5 KB of their 12.6 KB were these sets, held by every
+    tool call from its validation to its post (a wave of 1,000 calls holds them all at once, and
+    the memory they freed stays in the process). The models are frozen, so pydantic never adds
+    to the set in place (``model_copy`` copies it before adding the names it updates); it is
+    read only, as every ``model_fields_set`` is meant to be. Done for the sets the tool
+    validates, not in every model's ``model_post_init``: that call per instance would double
+    the cost of every record the store parses back (about 9 us more for four questions)."""
+    for model in (qs, *qs.questions, *(o for q in qs.questions for o in q.options)):
+        fields = model.__pydantic_fields_set__
+        shared = _FIELDS_SETS.setdefault(frozenset(fields), fields)
+        object.__setattr__(model, "__pydantic_fields_set__", shared)
+    return qs
+
+
 class Answer(BaseModel):
     """The person's answer to one question.
 

@@ -395,7 +395,7 @@ class AskUserTool:
         if reads_back is not None and _is_async_callable(reads_back):
             # the handler keeps the set and hands it back: no copy is held while people answer
             asking = reads_back(list(qs.questions), context)
-            del qs
+            del qs, reads_back, context  # held for hours otherwise (the coroutine has them)
             try:
                 outcome = await asking
             except ToolRejected:

@@ -41,6 +41,7 @@ from bridge.models import (
     Option,
     Question,
     QuestionSet,
+    share_fields_sets,
 )
 from bridge.text import look
 
@@ -334,7 +335,7 @@ def validate_questions(raw: object) -> QuestionSet:
     if checker.problems:
         _reject(checker.problems)
     try:
-        return QuestionSet.model_validate({"questions": _plain(items)})
+        return share_fields_sets(QuestionSet.model_validate({"questions": _plain(items)}))
     except ValidationError as exc:  # a rule above missed something: still the model's to fix
         _reject([f"{_path(e['loc'])}: {e['msg']}" for e in exc.errors()])
 

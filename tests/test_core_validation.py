@@ -40,6 +40,25 @@ def test_valid_set_builds_frozen_models_with_stripped_text() -> None:
     assert qs.wire()[0]["multiSelect"] is True
 
 
+def test_models_share_their_fields_sets_and_copies_stay_apart() -> None:
+    """21 models of a four-question set each held a set of the fields given (216 bytes): the
+    models share one per distinct set, which says what was given as before, and a copy with
+    changes gets its own."""
+    one = validate_questions([q(), q("Which other?", multiSelect=False)])
+    two = validate_questions([q("Which third?")])
+    first, given = one.questions
+    assert first.model_fields_set == {"question", "header", "options"}
+    assert given.model_fields_set == {"question", "header", "options", "multiSelect"}
+    assert first.model_fields_set is two.questions[0].model_fields_set
+    assert first.model_fields_set is not given.model_fields_set
+    assert first.options[0].model_fields_set is two.questions[0].options[1].model_fields_set
+    assert one.model_fields_set is two.model_fields_set == {"questions"}
+    changed = first.model_copy(update={"multiSelect": True})
+    assert changed.model_fields_set == given.model_fields_set
+    assert first.model_fields_set == {"question", "header", "options"}
+    assert first.model_dump(exclude_unset=True).keys() == {"question", "header", "options"}
+
+
 def test_multiselect_defaults_to_false_and_is_always_in_the_wire_form() -> None:
     qs = validate_questions([q()])
     assert qs.questions[0].multiSelect is False

@@ -457,6 +457,35 @@ async def test_a_waiting_tool_call_holds_no_copy_of_its_question_set(
         await store.aclose()
 
 
+async def test_a_call_drops_its_question_set_once_posted(standalone: RedisServer) -> None:
+    """A wave of calls records their messages at once: none of them holds its validated
+    question set through that round trip (the memory would stay in the process), yet a call
+    whose store lost the ask still shows the message ended as asked."""
+    text = "Which one of these shall we drop once posted?"
+    live: list[int] = []
+
+    class Watching(RedisStore):
+        async def message_posted(self, ask_id: str, message: MessageRef) -> AskRecord | None:
+            live.append(_live_questions(text))
+            return await super().message_posted(ask_id, message)
+
+    store = Watching.from_url(standalone.url, prefix="postedqs")
+    try:
+        poster = _IdPoster()
+        tool = AskUserTool(callback=ChatHandler(poster, store, DEST, AskPolicy(wait=30)))
+        options = [{"label": "Yes", "description": "now"}, {"label": "No", "description": "no"}]
+        call = asyncio.create_task(
+            tool.ainvoke([{"question": text, "header": "Drop", "options": options}])
+        )
+        ask_id = await poster.posted.get()
+        await store.submit(ask_id, ALICE, [Answer(question=text, selected=("Yes",))])
+        outcome = await call
+        assert live == [0]
+        assert outcome.answers == (Answer(question=text, selected=("Yes",)),)
+    finally:
+        await store.aclose()
+
+
 async def test_a_wake_up_carries_the_record_so_the_waiter_reads_nothing_more(
     standalone: RedisServer,
 ) -> None:
