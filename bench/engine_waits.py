@@ -11,14 +11,14 @@ what a framework hands over, and held by the bench as a framework holds them -- 
 created, posted (a poster that shows nothing) and waiting. RSS is read once every call is
 waiting *and* the server has run no command for a second (INFO commandstats), so every call's
 status check has run, after a collection.
+Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
+ask, and each call must return its own answer.
 
 The texts: ``realistic`` (reported first) is distinct prose per call, as real asks are
-(:func:`engine_common.prose_questions`: about 2.7 KB of JSON for four questions, every question
+(:func:`engine_common.prose_questions`: about 2.9 KB of JSON for four questions, every question
 and description different per call); ``repeated`` is the same realistic-size question set for
 every call but a call number in its first question (:func:`engine_common.four_questions`), whose
 option texts repeat within the ask too -- it flatters whatever the call keeps compressed.
-Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
-ask, and each call must return its own answer.
 
 Baseline in the same run: RSS per bare asyncio task parked on a future, N of them in a fresh
 process of their own (the floor).
