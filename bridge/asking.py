@@ -297,7 +297,7 @@ class ChatHandler:
         try:
             # one frame from here to the end (a waiting call keeps it for hours)
             ask.message = await self._post(record)
-            metrics.posted(record.model_copy(update={"message": ask.message}))
+            metrics.posted(record, ask.message)
             if policy.mode == "defer":
                 await self._message_posted(record.id, ask.message)
                 return self._deferred(record, ask.message)

@@ -21,7 +21,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
-from bridge.record import AskRecord
+from bridge.record import AskRecord, MessageRef
 
 log = logging.getLogger("bridge.lifecycle")
 _P = ParamSpec("_P")
@@ -91,7 +91,11 @@ def step(
     outcome: str = "",
     more: Mapping[str, Any] | None = None,
 ) -> None:
-    """Log one lifecycle step of ``record`` with its fields (and ``more`` of the step's own)."""
+    """Log one lifecycle step of ``record`` with its fields (and ``more`` of the step's own);
+    the fields are built only when the line is written (an agent that logs nothing at INFO
+    pays nothing for its five steps a call)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
     dest = record.destination
     fields: dict[str, Any] = {
         "ask_id": record.id,
@@ -124,7 +128,11 @@ def created(record: AskRecord) -> None:
     step("created", record)
 
 
-def posted(record: AskRecord) -> None:
+def posted(record: AskRecord, message: MessageRef | None = None) -> None:
+    """``record`` was posted (as ``message``, where the record itself does not hold it yet:
+    copied in only if the line is written)."""
+    if message is not None and log.isEnabledFor(logging.INFO):
+        record = record.model_copy(update={"message": message})
     step("posted", record)
 
 
