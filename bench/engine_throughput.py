@@ -1,101 +1,90 @@
-"""Full ask cycles per client CPU-second, one Python process, 64 calls in flight.
+"""Full ask cycles per client CPU-second, one Python process, 64 calls in flight, beside the code
+issue 11 measured, in the same run.
 
-Run: ``.venv/bin/python bench/engine_throughput.py [SECONDS]``. One cycle is what a user's tool
-call costs end to end: a ``ChatHandler`` call creates a 4-question ask, posts it (a poster that
-shows nothing), records the message and waits; the answering side (its own store, so its own
-connections, as a click handler in another process would have) submits 4 answers as soon as the
-message is recorded (a person clicks once it is on screen); the wake-up reaches the waiting call
-with the record, which confirms the answer and returns. Both sides run in this process, so its
-CPU time is the whole client cost of a cycle.
+Run: ``.venv/bin/python bench/engine_throughput.py [SECONDS] [--before REV|none]``. One cycle is
+what a user's tool call costs end to end (``cycle_child.py`` says exactly what): a
+``ChatHandler`` call creates a 4-question ask, posts it, records the message and waits; a second
+store submits 4 answers once the message is recorded; the wake-up reaches the waiting call,
+which returns. Both sides run in one fresh process, so its CPU time is the whole client cost of
+a cycle, and the server's CPU over the phase (INFO cpu) is its cost.
 
-Baseline in the same run: create + submit only (no waiting call, no wake-up, no confirm), the figure
-an earlier version of this bench reported.
+Baselines in the same run, each in its own fresh process, alternating with this checkout's:
 
-The server's CPU over each phase (INFO cpu) is printed per cycle too, and what it implies: how many
-cycles per second one Redis core carries, so how many such client processes one Redis serves.
+* ``--before REV`` (default ``1a9ff19``, the code as issue 11 found it, run as it was installed
+  then: without hiredis): extracted from git beside this checkout. Machines differ several times
+  over in speed, so the issue's figures (640 cycles per client CPU-second, target 2,000) are met
+  here as a ratio: at least 2,000 / 640 = 3.1 times the cycles per CPU-second of that code.
+* this checkout packing commands with redis-py's Python code instead of hiredis's.
+* create + submit only (no waiting call, no wake-up, no confirm), in this process: the figure an
+  earlier version of this bench reported.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 
-from engine_common import NullPoster, four_questions, record, server_cpu, server_url
+from engine_common import four_questions, record, server_cpu, server_url
 from redis.asyncio import Redis
 
-from bridge.asking import AskPolicy, ChatHandler
 from bridge.models import Answer
-from bridge.record import AskRecord, Destination, MessageRef, Responder
-from bridge.result import AskUserAnswered
+from bridge.record import Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
-from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS, connect
 
-IN_FLIGHT = 64
-
-
-class ShownStore(RedisStore):
-    """The agent's store, telling the bench when an ask's message is on screen (recorded by
-    ``message_posted``): a person clicks after seeing it, not while it is being posted."""
-
-    shown: asyncio.Queue[str]
-
-    async def message_posted(self, ask_id: str, message: MessageRef) -> AskRecord | None:
-        record = await super().message_posted(ask_id, message)
-        self.shown.put_nowait(ask_id)
-        return record
+ROOT = Path(__file__).resolve().parent.parent
+CHILD = Path(__file__).resolve().parent / "cycle_child.py"
+ISSUE_REV = "1a9ff19"
+ISSUE_RATIO = 2000 / 640
+"""The issue's target over its measurement of the code it found: 2,000 cycles per client
+CPU-second, from about 640."""
+ROUNDS = 3
 
 
-async def full_cycles(url: str, seconds: float) -> tuple[int, float, float, float]:
-    """Cycles done, wall seconds, client CPU seconds, server CPU seconds."""
-    client, subscriber = connect(url, max_connections=DEFAULT_MAX_CONNECTIONS)
-    agent = ShownStore(client, subscriber, prefix="tp")
-    agent.shown = asyncio.Queue()
-    clicks = RedisStore.from_url(url, prefix="tp")
-    poster = NullPoster()
-    handler = ChatHandler(
-        poster, agent, Destination(platform="slack", channel="C0123456789"), AskPolicy(wait=60)
+def extract(rev: str, into: Path) -> Path:
+    """The ``bridge`` package of ``rev`` (git archive) under ``into``; its root."""
+    made = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", rev, "bridge"],
+        capture_output=True,
+        check=False,
     )
-    qs = four_questions()
-    who = Responder(user_id="U1", name="Una")
-    answers = tuple(Answer(question=q.question, selected=("Option 2",)) for q in qs.questions)
-    await agent.listening()
+    if made.returncode != 0:
+        sys.exit(f"--before {rev}: git archive failed: {made.stderr.decode().strip()}")
+    tar = into / "before.tar"
+    tar.write_bytes(made.stdout)
+    with tarfile.open(tar) as archive:
+        archive.extractall(into, filter="data")
+    return into
 
-    async def answerer() -> None:
-        while True:
-            ask_id = await agent.shown.get()
-            result = await clicks.submit(ask_id, who, answers)
-            assert result.outcome is SubmitOutcome.ACCEPTED
 
-    done = 0
-    stop_at = 0.0
-
-    async def caller() -> None:
-        nonlocal done
-        while time.perf_counter() < stop_at:
-            got = await handler(qs.questions, {"session": "bench"})
-            assert isinstance(got, AskUserAnswered) and len(got.answers) == 4
-            done += 1
-
-    answering = [asyncio.create_task(answerer()) for _ in range(IN_FLIGHT)]
-    stop_at = time.perf_counter() + 1.0  # warm up
-    await asyncio.gather(*(caller() for _ in range(IN_FLIGHT)))
-    done = 0
-    raw = Redis.from_url(url)
-    server0 = await server_cpu(raw)
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    stop_at = t0 + seconds
-    await asyncio.gather(*(caller() for _ in range(IN_FLIGHT)))
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    server = await server_cpu(raw) - server0
-    await raw.aclose()
-    for task in answering:
-        task.cancel()
-    await asyncio.gather(*answering, return_exceptions=True)
-    await clicks.aclose()
-    await agent.aclose()
-    return done, wall, cpu, server
+def child(url: str, seconds: float, *flags: str, code: Path | None = None) -> dict[str, float]:
+    """One fresh process running ``cycle_child.py`` over ``code`` (this checkout if ``None``)."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    done = subprocess.run(
+        [sys.executable, str(CHILD), url, str(seconds), *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.exit(f"cycle_child.py {' '.join(flags)} over {code or ROOT} failed:\n{done.stderr}")
+    out: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    where = Path(str(out.pop("bridge"))).resolve()
+    expected = (code or ROOT).resolve()
+    if not where.is_relative_to(expected):
+        sys.exit(f"cycle_child.py imported bridge from {where}, not from {expected}")
+    return out
 
 
 async def create_submit(url: str, seconds: float) -> tuple[int, float, float, float]:
@@ -119,7 +108,7 @@ async def create_submit(url: str, seconds: float) -> tuple[int, float, float, fl
             assert result.outcome is SubmitOutcome.ACCEPTED
             done += 1
 
-    await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
+    await asyncio.gather(*(worker() for _ in range(64)))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     server = await server_cpu(raw) - server0
     await raw.aclose()
@@ -127,27 +116,69 @@ async def create_submit(url: str, seconds: float) -> tuple[int, float, float, fl
     return done, wall, cpu, server
 
 
-async def run(url: str, seconds: float) -> None:
-    n, wall, cpu, server = await full_cycles(url, seconds)
-    b, bwall, bcpu, bserver = await create_submit(url, seconds)
-    print(f"one process, {IN_FLIGHT} in flight, 4-question asks, {seconds:g} s each")
+def rate(runs: list[dict[str, float]]) -> float:
+    """Median cycles per client CPU-second over ``runs``."""
+    return statistics.median(r["cycles"] / r["cpu"] for r in runs)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    before: str | None = ISSUE_REV
+    if "--before" in args:
+        at = args.index("--before")
+        before = None if args[at + 1] == "none" else args[at + 1]
+        del args[at : at + 2]
+    seconds = float(args[0]) if args else 5.0
+    with tempfile.TemporaryDirectory() as tmp, server_url() as url:
+        old = extract(before, Path(tmp)) if before else None
+        now: list[dict[str, float]] = []
+        python: list[dict[str, float]] = []
+        then: list[dict[str, float]] = []
+        for _ in range(ROUNDS):  # alternating, so a machine that slows down slows all alike
+            now.append(child(url, seconds))
+            python.append(child(url, seconds, "--python-packing"))
+            if old is not None:
+                then.append(child(url, seconds, "--no-hiredis", code=old))
+        b, bwall, bcpu, bserver = asyncio.run(create_submit(url, seconds))
+    last = now[-1]
+    runs = ", ".join(f"{r['cycles'] / r['cpu']:,.0f}" for r in now)
+    print(f"one process, 64 in flight, 4-question asks, {seconds:g} s a run, {ROUNDS} runs each")
     print(
         f"full cycle (ChatHandler call -> submit -> wake-up -> return -> confirm): "
-        f"{n / cpu:,.0f} per client CPU-second ({n / wall:,.0f}/s wall, {n} cycles, "
-        f"CPU {cpu / wall:.0%} of one core; target >= 2,000 per CPU-second)"
+        f"{rate(now):,.0f} per client CPU-second (median; runs: "
+        f"{runs}; "
+        f"{last['cycles'] / last['wall']:,.0f}/s wall, CPU {last['cpu'] / last['wall']:.0%} "
+        "of one core)"
+    )
+    if then:
+        ratio = rate(now) / rate(then)
+        print(
+            f"the code issue 11 found ({before}, without hiredis), same run: {rate(then):,.0f} "
+            f"per client CPU-second: now {ratio:.2f}x (target >= {ISSUE_RATIO:.2f}x: the "
+            f"issue's 2,000 from 640) -> {'met' if ratio >= ISSUE_RATIO else 'NOT met'}"
+        )
+    print(
+        f"commands packed by redis-py's Python code instead of hiredis: {rate(python):,.0f} "
+        f"per client CPU-second ({rate(now) / rate(python) - 1:+.0%} with hiredis)"
     )
     print(
-        f"baseline create + submit only:   {b / bcpu:,.0f} per client CPU-second "
+        f"baseline create + submit only: {b / bcpu:,.0f} per client CPU-second "
         f"({b / bwall:,.0f}/s wall, CPU {bcpu / bwall:.0%})"
     )
+    server = statistics.median(r["server"] / r["cycles"] for r in now)
     print(
-        f"server CPU per full cycle: {server / n * 1e6:,.0f} us (create + submit only: "
-        f"{bserver / b * 1e6:,.0f} us): one Redis core carries about {n / server:,.0f} full "
-        f"cycles per second, {n / server / (n / cpu):.1f} client processes like this one"
+        f"server CPU per full cycle: {server * 1e6:,.0f} us"
+        + (
+            f" (the code issue 11 found: "
+            f"{statistics.median(r['server'] / r['cycles'] for r in then) * 1e6:,.0f} us)"
+            if then
+            else ""
+        )
+        + f"; create + submit only: {bserver / b * 1e6:,.0f} us: one Redis core carries about "
+        f"{1 / server:,.0f} full cycles per second, {1 / (server * rate(now)):.1f} client "
+        "processes like this one"
     )
 
 
 if __name__ == "__main__":
-    secs = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
-    with server_url() as url:
-        asyncio.run(run(url, secs))
+    main()
