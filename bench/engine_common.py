@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -30,6 +33,49 @@ from bridge.models import (
 from bridge.poster import Poster
 from bridge.record import AskRecord, Destination, MessageRef
 from bridge.validation import MAX_BYTES
+
+ROOT = Path(__file__).resolve().parent.parent
+ISSUE_REV = "1a9ff19"
+"""The code as issue 11 found it: the benches that take ``--before`` measure it beside this
+checkout in the same run (machines differ several times over in speed, so the issue's figures
+are compared as ratios)."""
+
+
+def extract_revision(rev: str, into: Path) -> Path:
+    """The ``bridge`` package of ``rev`` (``git archive``) under ``into``; returns ``into``."""
+    made = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", rev, "bridge"],
+        capture_output=True,
+        check=False,
+    )
+    if made.returncode != 0:
+        sys.exit(
+            f"--before {rev}: git archive failed ({made.stderr.decode().strip()}): a shallow "
+            "clone? fetch that revision, or pass --before none"
+        )
+    tar = into / "before.tar"
+    tar.write_bytes(made.stdout)
+    with tarfile.open(tar) as archive:
+        archive.extractall(into, filter="data")
+    return into
+
+
+def run_child(script: Path, *args: str, code: Path | None = None) -> dict[str, Any]:
+    """One fresh process running ``script`` over ``code`` (this checkout if ``None``): its last
+    line of output as JSON, checked to come from the code asked for (its ``bridge`` key)."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    done = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, env=env, check=False
+    )
+    if done.returncode != 0:
+        sys.exit(f"{script.name} {' '.join(args)} over {code or ROOT} failed:\n{done.stderr}")
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    where = Path(str(out.pop("bridge"))).resolve()
+    if not where.is_relative_to((code or ROOT).resolve()):
+        sys.exit(f"{script.name} imported bridge from {where}, not from {code or ROOT}")
+    return out
 
 
 @contextmanager

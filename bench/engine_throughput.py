@@ -22,17 +22,21 @@ Baselines in the same run, each in its own fresh process, alternating with this 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import statistics
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
-from engine_common import four_questions, record, server_cpu, server_url
+from engine_common import (
+    ISSUE_REV,
+    extract_revision,
+    four_questions,
+    record,
+    run_child,
+    server_cpu,
+    server_url,
+)
 from redis.asyncio import Redis
 
 from bridge.models import Answer
@@ -40,51 +44,11 @@ from bridge.record import Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 
-ROOT = Path(__file__).resolve().parent.parent
 CHILD = Path(__file__).resolve().parent / "cycle_child.py"
-ISSUE_REV = "1a9ff19"
 ISSUE_RATIO = 2000 / 640
 """The issue's target over its measurement of the code it found: 2,000 cycles per client
 CPU-second, from about 640."""
 ROUNDS = 3
-
-
-def extract(rev: str, into: Path) -> Path:
-    """The ``bridge`` package of ``rev`` (git archive) under ``into``; its root."""
-    made = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", rev, "bridge"],
-        capture_output=True,
-        check=False,
-    )
-    if made.returncode != 0:
-        sys.exit(f"--before {rev}: git archive failed: {made.stderr.decode().strip()}")
-    tar = into / "before.tar"
-    tar.write_bytes(made.stdout)
-    with tarfile.open(tar) as archive:
-        archive.extractall(into, filter="data")
-    return into
-
-
-def child(url: str, seconds: float, *flags: str, code: Path | None = None) -> dict[str, float]:
-    """One fresh process running ``cycle_child.py`` over ``code`` (this checkout if ``None``)."""
-    env = dict(os.environ)
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
-    done = subprocess.run(
-        [sys.executable, str(CHILD), url, str(seconds), *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if done.returncode != 0:
-        sys.exit(f"cycle_child.py {' '.join(flags)} over {code or ROOT} failed:\n{done.stderr}")
-    out: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    where = Path(str(out.pop("bridge"))).resolve()
-    expected = (code or ROOT).resolve()
-    if not where.is_relative_to(expected):
-        sys.exit(f"cycle_child.py imported bridge from {where}, not from {expected}")
-    return out
 
 
 async def create_submit(url: str, seconds: float) -> tuple[int, float, float, float]:
@@ -130,15 +94,15 @@ def main() -> None:
         del args[at : at + 2]
     seconds = float(args[0]) if args else 5.0
     with tempfile.TemporaryDirectory() as tmp, server_url() as url:
-        old = extract(before, Path(tmp)) if before else None
+        old = extract_revision(before, Path(tmp)) if before else None
         now: list[dict[str, float]] = []
         python: list[dict[str, float]] = []
         then: list[dict[str, float]] = []
         for _ in range(ROUNDS):  # alternating, so a machine that slows down slows all alike
-            now.append(child(url, seconds))
-            python.append(child(url, seconds, "--python-packing"))
+            now.append(run_child(CHILD, url, str(seconds)))
+            python.append(run_child(CHILD, url, str(seconds), "--python-packing"))
             if old is not None:
-                then.append(child(url, seconds, "--no-hiredis", code=old))
+                then.append(run_child(CHILD, url, str(seconds), "--no-hiredis", code=old))
         b, bwall, bcpu, bserver = asyncio.run(create_submit(url, seconds))
     last = now[-1]
     runs = ", ".join(f"{r['cycles'] / r['cpu']:,.0f}" for r in now)

@@ -1,0 +1,87 @@
+"""An expiry storm's store part in one fresh process, for whichever ``bridge`` is first on
+``sys.path``.
+
+Run by ``engine_scale.py --before REV`` (``python expiry_child.py URL PREFIX N``) over an
+earlier revision extracted beside this checkout, so the code issue 11 found is measured on the
+same machine in the same run as this checkout's store part. Creates N posted 4-question asks
+that expire together (500 at a time), then expires them all as that revision's sweeper takes
+them: ``Store.sweep_batches`` drained where it exists, else ``Store.sweep`` (which returns every
+expired record). Uses only what every revision since issue 11 has. Prints one JSON line: the
+seconds creating them took and the store part's wall and CPU seconds, and how many it expired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+
+
+async def storm(url: str, prefix: str, n: int) -> dict[str, object]:
+    from bridge.models import Option, Question, QuestionSet
+    from bridge.record import AskRecord, Destination, MessageRef
+    from bridge.store.redis import RedisStore
+
+    store = RedisStore.from_url(url, prefix=prefix)
+    record_message = getattr(store, "message_posted", None) or store.set_message
+    questions = QuestionSet(
+        questions=tuple(
+            Question(
+                question=f"Which deployment strategy should we use for service number {i}?",
+                header=f"Deploy {i}",
+                options=tuple(
+                    Option(
+                        label=f"Option {j}",
+                        description=f"Roll out with strategy {j}, "
+                        "keeping the old version running until checks pass",
+                    )
+                    for j in range(4)
+                ),
+                multiSelect=i % 2 == 1,
+            )
+            for i in range(4)
+        )
+    )
+    message = MessageRef(platform="slack", channel="C0123456789", message_id="1700000000.0001")
+    expires = time.time() + 3600
+    t0 = time.perf_counter()
+    for start in range(0, n, 500):
+        recs = [
+            AskRecord(
+                questions=questions,
+                destination=Destination(platform="slack", channel="C0123456789"),
+                context={"session": "bench"},
+                expires_at=expires,
+            )
+            for _ in range(min(500, n - start))
+        ]
+        await asyncio.gather(*(store.create(r) for r in recs))
+        await asyncio.gather(*(record_message(r.id, message) for r in recs))
+    made = time.perf_counter() - t0
+    expired = 0
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    if hasattr(store, "sweep_batches"):
+        async for batch in store.sweep_batches(now=expires + 1):
+            expired += len(batch)
+    else:
+        expired = len(await store.sweep(expires + 1))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    import bridge
+
+    out = {"created": made, "wall": wall, "cpu": cpu, "expired": expired}
+    return {**out, "bridge": bridge.__file__}
+
+
+def main() -> None:
+    url, prefix, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    # not asyncio.run: the code issue 11 found never returns from closing a store whose
+    # subscription runs, so the process ends without closing it
+    result = asyncio.new_event_loop().run_until_complete(storm(url, prefix, n))
+    print(json.dumps(result), flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
