@@ -29,13 +29,15 @@ import sys
 import time
 from typing import Any
 
+from question_texts import four_question_dicts
+
 
 async def cycles(url: str, seconds: float) -> dict[str, Any]:
     from redis.asyncio import Redis
 
     from bridge.asking import AskPolicy, ChatHandler
     from bridge.deferred import AskUserDeferred
-    from bridge.models import Answer, Option, Question
+    from bridge.models import Answer, Question
     from bridge.poster import Poster
     from bridge.record import AskRecord, Destination, MessageRef, Responder
     from bridge.store.redis import RedisStore
@@ -65,22 +67,7 @@ async def cycles(url: str, seconds: float) -> dict[str, Any]:
         async def update(self, record: AskRecord) -> None:
             return None
 
-    questions = [
-        Question(
-            question=f"Which deployment strategy should we use for service number {i}?",
-            header=f"Deploy {i}",
-            options=tuple(
-                Option(
-                    label=f"Option {j}",
-                    description=f"Roll out with strategy {j}, "
-                    "keeping the old version running until checks pass",
-                )
-                for j in range(4)
-            ),
-            multiSelect=i % 2 == 1,
-        )
-        for i in range(4)
-    ]
+    questions = [Question.model_validate(q) for q in four_question_dicts()]
     answers = tuple(Answer(question=q.question, selected=("Option 2",)) for q in questions)
     who = Responder(user_id="U1", name="Una")
     agent = Shown.from_url(url, prefix="cycles")

@@ -18,6 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from question_texts import four_question_dicts
 from redis_server import redis_server
 
 from bridge.models import (
@@ -78,6 +79,17 @@ def run_child(script: Path, *args: str, code: Path | None = None) -> dict[str, A
     return out
 
 
+def before_argument(args: list[str], default: str) -> str | None:
+    """``--before REV`` (removed from ``args``): the revision, ``default`` if not given, ``None``
+    for ``--before none``."""
+    if "--before" not in args:
+        return default
+    at = args.index("--before")
+    rev = args[at + 1] if at + 1 < len(args) else "none"
+    del args[at : at + 2]
+    return None if rev == "none" else rev
+
+
 @contextmanager
 def server_url() -> Iterator[str]:
     """``REDIS_URL`` if set, else a fresh local server for this run."""
@@ -90,24 +102,7 @@ def server_url() -> Iterator[str]:
 
 def four_questions() -> QuestionSet:
     """Four questions of realistic size (a sentence each, four described options)."""
-    return QuestionSet(
-        questions=tuple(
-            Question(
-                question=f"Which deployment strategy should we use for service number {i}?",
-                header=f"Deploy {i}",
-                options=tuple(
-                    Option(
-                        label=f"Option {j}",
-                        description=f"Roll out with strategy {j}, "
-                        "keeping the old version running until checks pass",
-                    )
-                    for j in range(4)
-                ),
-                multiSelect=i % 2 == 1,
-            )
-            for i in range(4)
-        )
-    )
+    return QuestionSet.model_validate({"questions": four_question_dicts()})
 
 
 _CONTEXTS = (

@@ -37,6 +37,7 @@ sys.path[:0] = [str(ROOT / "tests" / "slack"), str(ROOT / "tests"), str(ROOT / "
 
 from engine_common import (  # noqa: E402
     ISSUE_REV,
+    before_argument,
     extract_revision,
     four_questions,
     record,
@@ -195,11 +196,7 @@ async def run(url: str, n: int, n_storm: int, before: str | None) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    revision: str | None = ISSUE_REV
-    if "--before" in args:
-        at = args.index("--before")
-        revision = None if args[at + 1] == "none" else args[at + 1]
-        del args[at : at + 2]
+    revision = before_argument(args, ISSUE_REV)
     count = int(args[0]) if args else 100_000
     stormed = int(args[1]) if len(args) > 1 else 2_000
     with server_url() as url:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from engine_common import (
     ISSUE_REV,
+    before_argument,
     extract_revision,
     four_questions,
     record,
@@ -87,11 +88,7 @@ def rate(runs: list[dict[str, float]]) -> float:
 
 def main() -> None:
     args = sys.argv[1:]
-    before: str | None = ISSUE_REV
-    if "--before" in args:
-        at = args.index("--before")
-        before = None if args[at + 1] == "none" else args[at + 1]
-        del args[at : at + 2]
+    before = before_argument(args, ISSUE_REV)
     seconds = float(args[0]) if args else 5.0
     with tempfile.TemporaryDirectory() as tmp, server_url() as url:
         old = extract_revision(before, Path(tmp)) if before else None

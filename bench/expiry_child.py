@@ -18,32 +18,17 @@ import os
 import sys
 import time
 
+from question_texts import four_question_dicts
+
 
 async def storm(url: str, prefix: str, n: int) -> dict[str, object]:
-    from bridge.models import Option, Question, QuestionSet
+    from bridge.models import QuestionSet
     from bridge.record import AskRecord, Destination, MessageRef
     from bridge.store.redis import RedisStore
 
     store = RedisStore.from_url(url, prefix=prefix)
     record_message = getattr(store, "message_posted", None) or store.set_message
-    questions = QuestionSet(
-        questions=tuple(
-            Question(
-                question=f"Which deployment strategy should we use for service number {i}?",
-                header=f"Deploy {i}",
-                options=tuple(
-                    Option(
-                        label=f"Option {j}",
-                        description=f"Roll out with strategy {j}, "
-                        "keeping the old version running until checks pass",
-                    )
-                    for j in range(4)
-                ),
-                multiSelect=i % 2 == 1,
-            )
-            for i in range(4)
-        )
-    )
+    questions = QuestionSet.model_validate({"questions": four_question_dicts()})
     message = MessageRef(platform="slack", channel="C0123456789", message_id="1700000000.0001")
     expires = time.time() + 3600
     t0 = time.perf_counter()
