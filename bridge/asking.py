@@ -347,12 +347,20 @@ class ChatHandler:
             ) from exc
 
     async def _message_posted(self, ask_id: str, message: MessageRef) -> None:
-        """Record where the ask was posted. Ended before its message was known (a click right
-        after the post, racing this call): whoever ended it had no message to re-render, so this
-        process does."""
-        ended = await self.store.message_posted(ask_id, message)
-        if ended is not None:
-            await self._render(ended)
+        """Record where the ask was posted. A click right after the post, racing this call,
+        found no message to show its effect on, so this process shows it: the final state of
+        an ask it ended, or the submissions so far of one several people must agree on (the
+        click handler shows every later one itself)."""
+        beaten = await self.store.message_posted(ask_id, message)
+        if beaten is None:
+            return
+        if beaten.status is not AskStatus.PENDING:
+            await self._render(beaten)
+            return
+        try:
+            await self.poster.update(beaten)
+        except Exception:
+            log.warning("could not show the submissions of ask %s", ask_id, exc_info=True)
 
     async def _timed_out(self, ask: _Asking) -> AskRecord:
         """The wait ran out: defer (keeping the ask open) or close it as expired."""

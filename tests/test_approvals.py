@@ -17,7 +17,7 @@ from bridge.cli import main
 from bridge.feed import render_delivery
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
-from bridge.record import AskStatus, Destination, Responder
+from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.result import AskUserAnswered
 from bridge.runtime import chat_policy
 from bridge.store.base import SubmitOutcome
@@ -157,3 +157,33 @@ def test_ask_refuses_an_impossible_required_before_anything_is_reached(
     assert main(["ask", *where, *extra, str(questions)]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"ask-bridge ask: {said}")
+
+
+async def test_a_submission_made_before_the_message_was_recorded_is_shown_by_the_asking_call() -> (
+    None
+):
+    """A click right after the post, before the asking call recorded the message: the click's
+    handler has no message to show the submission on, so the asking call shows it once it
+    recorded the message (the store hands it the record)."""
+    store, poster = MemoryStore(), MemoryPoster()
+    real = store.set_message
+    ask_id: list[str] = []
+
+    async def clicked_first(asked: str, message: MessageRef) -> AskRecord | None:
+        ask_id.append(asked)
+        assert (await store.submit(asked, ALICE, YES)).outcome is SubmitOutcome.RECORDED
+        return await real(asked, message)
+
+    store.set_message = clicked_first  # type: ignore[method-assign]
+    policy = AskPolicy(required=2, wait=10)
+    (tool,) = tools_interactive(callback=ChatHandler(poster, store, DEST, policy))
+    call = asyncio.create_task(tool.ainvoke([QUESTION]))
+    await poster.next_post()
+    async with asyncio.timeout(5):
+        while not poster.updates:  # noqa: ASYNC110 (polling what the poster recorded)
+            await asyncio.sleep(0.01)
+    shown = poster.updates[-1]
+    assert shown.id == ask_id[0] and shown.status is AskStatus.PENDING
+    assert shown.message is not None and [s.user_id for s in shown.submissions] == ["U0ALICE"]
+    assert (await store.submit(ask_id[0], BOB, YES)).outcome is SubmitOutcome.ACCEPTED
+    await asyncio.wait_for(call, 10)

@@ -101,6 +101,23 @@ async def test_message_posted_gives_the_record_only_when_the_ask_already_ended(
     assert kinds == ["created", "posted"]
 
 
+async def test_message_posted_gives_an_approval_asks_record_once_someone_submitted(
+    store: Store,
+) -> None:
+    """An ask several people must agree on: a submission made before the message was known was
+    shown nowhere (its click found no message), so the posting call gets the record to show it;
+    none while nobody submitted, as for any pending ask."""
+    ref = MessageRef(platform="memory", channel="C1", message_id="8")
+    quiet, early = new_record(required=2), new_record(required=2)
+    for rec in (quiet, early):
+        await store.create(rec)
+    assert await store.message_posted(quiet.id, ref) is None
+    assert (await store.submit(early.id, ALICE, YES)).outcome is SubmitOutcome.RECORDED
+    shown = await store.message_posted(early.id, ref)
+    assert shown is not None and shown.status is AskStatus.PENDING and shown.message == ref
+    assert [s.user_id for s in shown.submissions] == ["U_ALICE"]
+
+
 async def test_submit_verdicts(store: Store) -> None:
     rec = new_record()
     await store.create(rec)

@@ -576,13 +576,15 @@ end
 local status = redis.call('HGET', rec, 'status')
 
 if op == 'message' then
-  -- 7 message JSON, 8 event detail, 9 '1': the record only if the ask is no longer pending (the
-  -- call that posted it needs it only then; a wave of 1,000 posts would parse 1,000 records)
+  -- 7 message JSON, 8 event detail, 9 '1': the record only if the ask is no longer pending, or
+  -- needs several people (the call that posted it needs it only then: to show an ending, or
+  -- submissions, that a click made before the message was known; a wave of 1,000 posts would
+  -- parse 1,000 records)
   if redis.call('HGET', rec, 'message') ~= ARGV[7] then
     redis.call('HSET', rec, 'message', ARGV[7])
     event('posted', 'null', ARGV[8])
   end
-  if ARGV[9] == '1' and status == 'pending' then
+  if ARGV[9] == '1' and status == 'pending' and redis.call('HEXISTS', rec, 'req') == 0 then
     return {'ok'}
   end
   return {'ok', record()}

@@ -417,11 +417,13 @@ class Store(ABC):
 
     async def message_posted(self, ask_id: str, message: MessageRef) -> AskRecord | None:
         """:meth:`set_message` for the call that posted the ask, which needs the record only if
-        the ask already ended (a click beat it: it shows the final state); ``None`` otherwise,
-        and a networked store then builds no record (100,000 calls posting at once would each
-        build one, only to drop it)."""
+        a click beat it: the ask already ended (the call shows the final state), or it is
+        pending with submissions (an ask several people must agree on: the call shows them,
+        since the click's handler found no message to show them on). ``None`` otherwise, and a
+        networked store then builds no record (100,000 calls posting at once would each build
+        one, only to drop it)."""
         record = await self.set_message(ask_id, message)
-        if record is None or record.status is AskStatus.PENDING:
+        if record is None or (record.status is AskStatus.PENDING and not record.submissions):
             return None
         return record
 

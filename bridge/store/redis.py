@@ -599,8 +599,12 @@ class RedisStore(Store):
     @_guarded("message_posted")
     async def message_posted(self, ask_id: str, message: MessageRef) -> AskRecord | None:
         raw = await self._set_message(ask_id, message, brief=True)
-        if raw is None or raw[Fields.STATUS] == "pending":
-            return None  # the usual case: no record built
+        if raw is None:
+            return None
+        if raw[Fields.STATUS] == "pending" and not any(
+            field.startswith(Fields.SUBMISSION) for field in raw
+        ):
+            return None  # the usual case (brief: the script sent no record): none built
         return codec.record(raw)
 
     async def _set_message(
