@@ -37,8 +37,8 @@ except ImportError:  # pragma: no cover - hiredis is a dependency (redis[hiredis
 class _HiredisPacking:
     """Commands packed by hiredis's C packer. redis-py's asyncio connections pack every command
     in Python, argument by argument (its sync ones use hiredis): a script call of some 25
-    arguments cost a quarter of a full ask cycle's client CPU that way; packed in C a cycle
-    costs about a fifth less (``bench/engine_throughput.py`` runs both). What it accepts and
+    arguments cost a quarter of a full ask cycle's client CPU that way; packed in C, 3-13% more
+    cycles per CPU-second (``bench/engine_throughput.py`` runs both in one run). What it accepts and
     how it encodes (UTF-8, strict) is redis-py's; a value neither takes is a ``DataError``."""
 
     def pack_command(self, *args: Any) -> list[bytes]:
