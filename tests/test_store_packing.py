@@ -3,11 +3,14 @@ own packer writes, the same refusals, on every kind of connection a store opens.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_fixtures import new_record
 from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.exceptions import DataError
+from redis_server import RedisServer
 
 from bridge.store.redis import RedisStore
 from bridge.store.redis_connect import connect, packed
@@ -93,3 +96,22 @@ async def test_values_round_trip_through_a_real_server(standalone: Any) -> None:
     finally:
         await client.delete("pk:text", "pk:h", "pk:l")
         await client.aclose()
+
+
+async def test_a_store_over_a_unix_socket_works(tmp_path: Path) -> None:
+    """``unix://`` URLs reach a server listening on its socket (the TCP keepalive option, which
+    a unix socket's connection refuses, is not passed to it)."""
+    sock = tmp_path / "r.sock"
+    server = RedisServer(tmp_path, extra=["--unixsocket", str(sock), "--unixsocketperm", "700"])
+    server.start()
+    try:
+        store = RedisStore.from_url(f"unix://{sock}", prefix="ux")
+        try:
+            rec = new_record()
+            await store.create(rec)
+            got = await store.get(rec.id)
+            assert got is not None and got.id == rec.id
+        finally:
+            await store.aclose()
+    finally:
+        server.stop()

@@ -109,8 +109,11 @@ def connect(url: str, *, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> tupl
         return cluster, ClusterSubscriber(cluster, plain)
     if scheme.endswith("+sentinel"):
         return _sentinel(parts, scheme.removesuffix("+sentinel"), max_connections)
+    options = _common()
+    if scheme == "unix":  # keepalive is a TCP option: a unix socket's connection refuses it
+        del options["socket_keepalive"]
     pool = BlockingConnectionPool.from_url(
-        url, max_connections=max_connections, timeout=None, **_common()
+        url, max_connections=max_connections, timeout=None, **options
     )
     pool.connection_class = packed(pool.connection_class)  # by the URL: TCP, TLS or unix
     client = Redis.from_pool(pool)
