@@ -358,6 +358,51 @@ async def test_sweep_expires_each_once(make_store: StoreFactory) -> None:
     assert (await a.submit(recs[0].id, ALICE, YES)).outcome is SubmitOutcome.CLOSED
 
 
+async def test_one_sweep_batch_visits_asks_of_every_kind_alike(store: Store) -> None:
+    """A batch of a sweep (several script calls of many asks each on Redis) visits each ask as its
+    own call would: whatever the asks beside it in the batch are, and in whatever order."""
+    message = MessageRef(platform="memory", channel="C1", message_id="1")
+    due = [new_record(expires_in=60) for _ in range(23)]  # expire; posted: to show
+    unposted = [new_record(expires_in=60) for _ in range(11)]  # expire; nothing to show
+    later = [new_record(expires_in=7200) for _ in range(9)]  # not due
+    cancelled = [new_record(expires_in=7200) for _ in range(13)]  # ended, posted: to show
+    kinds = [due, unposted, later, cancelled]
+    for i in range(max(map(len, kinds))):  # interleaved in the index
+        for kind in kinds:
+            if i < len(kind):
+                await store.create(kind[i])
+                if kind is not unposted:
+                    await store.set_message(kind[i].id, message)
+    for rec in cancelled:
+        await store.close(rec.id, AskStatus.CANCELLED, by="U_ADMIN")
+    at = time.time() + 120
+    ended = [e for batch in [b async for b in store.sweep_batches(at, size=200)] for e in batch]
+    assert sorted(e.ask_id for e in ended if e.expired) == sorted(r.id for r in due + unposted)
+    shown = sorted(e.ask_id for e in ended if not e.expired)
+    assert shown == sorted(r.id for r in cancelled)
+    for rec in due + unposted:
+        got = await store.get(rec.id)
+        assert got is not None and got.status is AskStatus.EXPIRED and got.closed_at == at
+        kinds_seen = [e.kind for e in await store.history(rec.id)]
+        assert kinds_seen.count("expired") == 1
+        # with nobody to tell, its descriptions go once nothing is left to show
+        whole = rec.questions if rec in due else rec.questions.undescribed()
+        assert got.questions == whole
+    for rec in later:
+        got = await store.get(rec.id)
+        assert got is not None and got.status is AskStatus.PENDING
+    assert {r.id for r in await store.list_pending()} == {r.id for r in later}
+    assert await store.count_pending() == len(later)  # each left the pending index
+    # the expired ones are visited again only to show them; shown, nothing is left to do
+    for rec in due + cancelled:
+        assert await store.claim_render(rec.id, now=at) is not None
+        await store.mark_rendered(rec.id)
+    assert await store.sweep(at + 3600) == []
+    for rec in due:
+        got = await store.get(rec.id)
+        assert got is not None and got.questions == rec.questions.undescribed()
+
+
 async def test_sweep_in_bounded_batches(store: Store) -> None:
     """Each batch is expired when it is handed over; the rest only when the caller asks."""
     recs = [new_record(expires_in=60) for _ in range(7)]
@@ -1383,6 +1428,12 @@ async def test_a_settled_approval_drops_what_only_a_pending_one_needs(
         }
         gone = set(await raw.hkeys(store.keys.rec(expired.id)))
         assert {f for f in gone if f.startswith(("sub:", "subk:", "suba:"))} == {"sub:U_ALICE"}
+        # the expired one, with nobody to tell, lost its descriptions once shown (settled)
+        settled = before[expired.id]
+        assert settled is not None
+        before[expired.id] = settled.model_copy(
+            update={"questions": settled.questions.undescribed()}
+        )
         for rec in (answered, expired):
             assert await store.get(rec.id) == before[rec.id]
         assert (await store.submit(answered.id, BOB, YES)).outcome is SubmitOutcome.REPEATED

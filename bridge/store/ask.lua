@@ -28,8 +28,9 @@ local function record()
 end
 
 -- Append to the audit trail: lifecycle events to log (never trimmed), noise to its capped list.
--- user_json is a JSON string or "null"; detail_json a JSON object.
-local function event(kind, user_json, detail_json)
+-- user_json is a JSON string or "null"; detail_json a JSON object. `ending`: finish() follows,
+-- which gives the trail its retention (so its TTL is not matched to the record's here).
+local function event(kind, user_json, detail_json, ending)
   local seq = redis.call('HINCRBY', rec, 'seq', 1)
   local line = '{"at":' .. now .. ',"seq":' .. seq .. ',"kind":"' .. kind .. '","user_id":'
     .. user_json .. ',"detail":' .. detail_json .. '}'
@@ -43,6 +44,9 @@ local function event(kind, user_json, detail_json)
     end
   else
     redis.call('RPUSH', log, line)
+  end
+  if ending then
+    return
   end
   local ttl = redis.call('PTTL', rec)
   if ttl > 0 then
@@ -173,9 +177,9 @@ local function undescribed(body)
 end
 
 -- Drop them from the stored body once the outcome reached whoever gets it (the tool result echoes
--- the questions whole): when an ask ends with nobody to tell ('none'), when the waiting call
--- confirms ('confirmed'), when its feed delivery is acknowledged ('acked'); and when an ask a
--- previous version ended, keeping them, is settled again with its hand-off done.
+-- the questions whole): when the waiting call confirms ('confirmed'), when its feed delivery is
+-- acknowledged ('acked'), and when an ask is settled (tidy) with its hand-off done -- an ask that
+-- ended with nobody to tell ('none'), or one a previous version ended keeping them.
 local function undescribe()
   local body = stored_body()
   local bare = undescribed(body)
@@ -187,9 +191,14 @@ end
 
 local tidy -- below: settling an ask that ends with nothing left to do (no message to show)
 
--- Leave "pending": decide who gets the outcome (with nobody to tell, drop what only a person
--- deciding needs), wake waiters, start the retention clock.
-local function finish(status)
+-- Leave "pending": decide who gets the outcome, wake waiters, start the retention clock. With
+-- nobody to tell, what only a person deciding needs goes in this step if it has no message (it is
+-- settled: at once, or on Cluster once told); else once its final state is shown (tidy) -- not in
+-- this step, the whole of an expiry storm's, which would spend a third of it rebuilding bodies.
+-- `closing`: the ask closes unanswered (expired, cancelled) now, which is recorded in the same
+-- write. Returns the hand-off, told, and whether it has no message (so nothing to show).
+local stream_kept = false -- the ended-asks stream was trimmed and its TTL set in this call
+local function finish(status, closing)
   unpend()
   local handoff, deferred = 'none', '0'
   if redis.call('HGET', rec, 'deferred') == '1' then
@@ -203,42 +212,49 @@ local function finish(status)
   end
   -- On the ended-asks stream in this very step where the server allows it; on Cluster (another
   -- slot) 'told' '0': the caller adds it there, then runs 'told' (a sweep, should it die first).
-  -- Trimmed by age (retention) on the server's clock, as the caller trims the feed.
+  -- Trimmed by age (retention) on the server's clock, as the caller trims the feed: once per call
+  -- (a sweep's call ends many asks).
   local told = '0'
-  if ended_stream then
+  if ended_stream and stream_kept then
+    redis.call('XADD', ended_stream, '*', 'ask', ask_id)
+    told = '1'
+  elseif ended_stream then
     local clock = redis.call('TIME')
     local minid = string.format('%d', tonumber(clock[1]) * 1000 - retention_ms)
     redis.call('XADD', ended_stream, 'MINID', '~', minid, '*', 'ask', ask_id)
     redis.call('PEXPIRE', ended_stream, retention_ms + 86400000)
-    told = '1'
+    told, stream_kept = '1', true
   end
-  if handoff == 'none' then
-    undescribe()
+  local unposted = redis.call('HEXISTS', rec, 'message') == 0
+  if handoff == 'none' and unposted then
+    undescribe() -- settled already, or once told (on Cluster): it keeps no descriptions now
   end
+  local fields = {'status', status, 'handoff', handoff, 'told', told}
   if deferred == '1' then
-    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'deferred', '1', 'told', told)
-  else
-    redis.call('HSET', rec, 'status', status, 'handoff', handoff, 'told', told)
+    fields[#fields + 1], fields[#fields + 2] = 'deferred', '1'
   end
+  if closing then
+    fields[#fields + 1], fields[#fields + 2] = 'closed_at', now
+  end
+  redis.call('HSET', rec, unpack(fields))
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
   redis.call('PEXPIRE', noise, retention_ms)
   wake()
-  if handoff == 'none' and told == '1' and redis.call('HEXISTS', rec, 'message') == 0 then
+  if handoff == 'none' and told == '1' and unposted then
     tidy() -- settled already: no sweep visits it again, nor anything else that would tidy it
   end
-  return handoff
+  return handoff, told, unposted
 end
 
--- A pending ask past its expires_at ends as expired (a sweep's visit, or a late submission).
-local function expire_if_due()
-  if tonumber(redis.call('HGET', rec, 'exp')) > tonumber(now) then
+-- A pending ask past its expires_at (`exp`, read here unless the caller did) ends as expired (a
+-- sweep's visit, or a late submission). Returns whether it did, and what finish returned.
+local function expire_if_due(exp)
+  if tonumber(exp or redis.call('HGET', rec, 'exp')) > tonumber(now) then
     return false
   end
-  redis.call('HSET', rec, 'closed_at', now)
-  event('expired', 'null', '{}')
-  finish('expired')
-  return true
+  event('expired', 'null', '{}', true)
+  return true, finish('expired', true)
 end
 
 local function allowed(user_id, groups_json)
@@ -394,7 +410,7 @@ local function submit(status, user_id, groups_json, by_json, answers, user_json,
   end
   redis.call('HSET', rec, 'answers', answers, 'by', by_json, 'by_user', user_id, 'at', now,
     'attempt', attempt)
-  event('answered', user_json, detail)
+  event('answered', user_json, detail, true)
   finish('answered')
   return {'accepted', record()}
 end
@@ -516,6 +532,58 @@ local function step_done(step, message, detail)
   redis.call('HDEL', rec, 'timer_step', 'timer_at', 'timer_by', 'timer_tries')
 end
 
+-- A sweeper's visit to the ask: hold is the seconds until a held hand-off is checked again,
+-- interval the render interval (s). An ask to show or feed is answered {verdict, its platform,
+-- its hand-off, '1' if settled, '1' if on the ended-asks stream (else the caller adds it, then
+-- 'told')}, not with its record: a storm's sweep reads 100,000 of these. 'done' gives the
+-- platform too. One read of the fields that decide it: an expiry is most of a storm's work.
+local function settle(hold, interval)
+  local f = redis.call('HMGET', rec, 'status', 'exp', 'told', 'handoff')
+  local status, told, handoff = f[1], f[3], f[4]
+  if not status then
+    return {'missing'}
+  end
+  local function visited(verdict, unshown)
+    -- unshown: nothing to show, known already (an expiry here: shown if and only if posted)
+    local settled = (handoff == 'none' or handoff == 'sent' or handoff == 'confirmed')
+      and told ~= '0' and (unshown or unshown == nil and show_in(0) == nil)
+    return {verdict, platform(), handoff, settled and '1' or '0', told ~= '0' and '1' or '0'}
+  end
+  if status == 'pending' then
+    local expired, unposted
+    expired, handoff, told, unposted = expire_if_due(f[2])
+    if expired then
+      return visited('expired', unposted)
+    end
+    return {'later', f[2]}
+  end
+  if told == '0' then
+    return visited('tell') -- its ender died before adding it to the ended-asks stream
+  end
+  if handoff == 'waiter' or handoff == 'taken' then
+    if redis.call('EXISTS', lease) == 1 then
+      return {'later', tostring(tonumber(now) + tonumber(hold))}
+    end
+    -- nobody took it, or the taker died before confirming: the feed delivers it
+    redis.call('HSET', rec, 'handoff', 'feed', 'deferred', '1')
+    event('handed_to_feed', 'null', '{}')
+    handoff = 'feed'
+    return visited('feed')
+  elseif handoff == 'feed' then
+    return visited('feed')
+  end
+  local wait = show_in(tonumber(interval))
+  if wait == nil then
+    tidy()
+    -- on Cluster the caller drops the ask from the pending index (a repair: normally whoever
+    -- ended it did)
+    return {'done', platform()}
+  elseif wait > 0 then
+    return {'later', tostring(tonumber(now) + wait)}
+  end
+  return visited('show')
+end
+
 -- An 8th key is the due index (never on Cluster, where it lives in another slot and the caller
 -- writes it itself, before the script): then the last three ARGV are the ask's score there, how
 -- to set it ('nx', 'xx' or '') and the index's TTL in seconds -- written first, as the caller
@@ -530,6 +598,21 @@ if #KEYS == 8 then
   if mode ~= 'xx' then
     redis.call('EXPIRE', KEYS[8], ttl)
   end
+end
+
+-- A sweep's visits, answered with one reply per ask. On Cluster, the one ask of KEYS. Elsewhere
+-- a batch in one call (the per-call setup of this script is a good part of a visit's cost): KEYS
+-- 1-5 and 8 on are the asks' keys, five each (6 and 7 as always), ARGV 4 and 9 on their ids;
+-- ARGV 7 and 8 are settle's hold and interval. Each visit is as the ask's own call would be.
+if op == 'settle' then
+  local replies = {settle(ARGV[7], ARGV[8])}
+  for i = 2, (#KEYS - 2) / 5 do
+    local k = 8 + (i - 2) * 5
+    rec, log, lease, noise, wakers = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+    ask_id, body_found, platform_found = ARGV[7 + i], nil, nil
+    replies[i] = settle(ARGV[7], ARGV[8])
+  end
+  return replies
 end
 
 local exists = redis.call('EXISTS', rec) == 1
@@ -696,9 +779,8 @@ elseif op == 'close' then
   elseif status ~= 'pending' then
     return {'not_pending', record()}
   end
-  redis.call('HSET', rec, 'closed_at', now)
-  event(ARGV[7], ARGV[8], '{}')
-  finish(ARGV[7])
+  event(ARGV[7], ARGV[8], '{}', true)
+  finish(ARGV[7], true)
   return {'closed', record()}
 elseif op == 'defer' then
   -- 7 lease ms (for a take)
@@ -756,49 +838,6 @@ elseif op == 'release' then
     return {'feed', record()}
   end
   return {'other'}
-elseif op == 'settle' then
-  -- a sweeper's visit; 7 seconds until a held hand-off is checked again, 8 render interval (s).
-  -- An ask to show or feed is answered {verdict, its platform, its hand-off, '1' if settled,
-  -- '1' if on the ended-asks stream (else the caller adds it, then 'told')}, not with its
-  -- record: a storm's sweep reads 100,000 of these. 'done' gives the platform too.
-  local function visited(verdict)
-    local handoff = redis.call('HGET', rec, 'handoff')
-    local told = redis.call('HGET', rec, 'told') ~= '0'
-    local settled = (handoff == 'none' or handoff == 'sent' or handoff == 'confirmed')
-      and show_in(0) == nil and told
-    return {verdict, platform(), handoff, settled and '1' or '0', told and '1' or '0'}
-  end
-  if status == 'pending' then
-    if expire_if_due() then
-      return visited('expired')
-    end
-    return {'later', redis.call('HGET', rec, 'exp')}
-  end
-  if redis.call('HGET', rec, 'told') == '0' then
-    return visited('tell') -- its ender died before adding it to the ended-asks stream
-  end
-  local handoff = redis.call('HGET', rec, 'handoff')
-  if handoff == 'waiter' or handoff == 'taken' then
-    if redis.call('EXISTS', lease) == 1 then
-      return {'later', tostring(tonumber(now) + tonumber(ARGV[7]))}
-    end
-    -- nobody took it, or the taker died before confirming: the feed delivers it
-    redis.call('HSET', rec, 'handoff', 'feed', 'deferred', '1')
-    event('handed_to_feed', 'null', '{}')
-    return visited('feed')
-  elseif handoff == 'feed' then
-    return visited('feed')
-  end
-  local wait = show_in(tonumber(ARGV[8]))
-  if wait == nil then
-    tidy()
-    -- on Cluster the caller drops the ask from the pending index (a repair: normally whoever
-    -- ended it did)
-    return {'done', platform()}
-  elseif wait > 0 then
-    return {'later', tostring(tonumber(now) + wait)}
-  end
-  return visited('show')
 elseif op == 'sent' then
   if redis.call('HGET', rec, 'handoff') == 'feed' then
     redis.call('HSET', rec, 'handoff', 'sent')

@@ -236,7 +236,7 @@ class MemoryStore(Store):
         entry.record = rec.model_copy(
             update={"status": status, "deferred": rec.deferred or entry.handoff == "feed"}
         )
-        if entry.handoff == "none":  # nobody to tell (see ``undescribe`` in ask.lua)
+        if entry.handoff == "none" and rec.message is None:  # settled (``tidy`` in ask.lua)
             self._undescribe(entry)
         entry.purge_at = now + self.retention
         self._timers.pop(rec.id, None)
@@ -250,6 +250,12 @@ class MemoryStore(Store):
         entry.record = entry.record.model_copy(update={"closed_at": now})
         self._event(entry, "expired", None, now)
         self._finish(entry, AskStatus.EXPIRED, now)
+
+    def _tidy(self, entry: _Ask) -> None:
+        """Its final state is shown, or cannot be: an ask that ended with nobody to tell is
+        settled, and its descriptions go (``tidy`` in ask.lua)."""
+        if entry.handoff == "none":
+            self._undescribe(entry)
 
     @staticmethod
     def _undescribe(entry: _Ask) -> None:
@@ -577,7 +583,9 @@ class MemoryStore(Store):
                     if entry.handoff in ("waiter", "taken") and not entry.lease_live(time.time()):
                         self._to_feed(entry, now)  # nobody took it, or the taker died unconfirmed
                     wait = entry.show_in(self.render_interval, now)
-                    if wait is not None and wait <= 0:
+                    if wait is None:
+                        self._tidy(entry)  # nothing (more) to show: settled
+                    elif wait <= 0:
                         shown.append(Ended(ask_id, entry.record.destination.platform))
             if shown:
                 yield shown
@@ -610,6 +618,7 @@ class MemoryStore(Store):
                 if not entry.rendered:
                     entry.rendered = True
                     self._event(entry, "rendered", None, time.time())
+                    self._tidy(entry)
 
     async def claim_timers(self, now: float | None = None) -> list[TimerClaim]:
         claims: list[TimerClaim] = []
