@@ -119,13 +119,14 @@ class SlackReceiver:
         return (events_route(self.app, self.signing),)
 
     async def run(self, ready: asyncio.Event) -> None:
-        holding = asyncio.create_task(self._hold(ready))
-        refusal = asyncio.create_task(self.client.refused())
-        try:
-            await asyncio.wait({holding, refusal}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            await stop(refusal)
-            await stop(holding)
+        async with self.client.kept_session():  # every call while receiving: one connection pool
+            holding = asyncio.create_task(self._hold(ready))
+            refusal = asyncio.create_task(self.client.refused())
+            try:
+                await asyncio.wait({holding, refusal}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                await stop(refusal)
+                await stop(holding)
         if not refusal.cancelled() and refusal.exception() is None:
             raise refusal.result()
         holding.result()

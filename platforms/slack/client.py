@@ -13,13 +13,20 @@ refused ``apps.connections.open``. :class:`WatchedClient` notices the first such
 call -- the poster's, the receiver's, or the Socket Mode reconnect's (which goes through this
 client with the app token) -- and :meth:`WatchedClient.refused` hands it to the receiver, which
 stops the process in one line naming the variable (:mod:`platforms.slack`).
+
+Left to itself, slack_sdk opens a new HTTP session -- a new TCP and TLS connection to Slack -- for
+every call. A receiver, which lives as long as the process, holds one session for all calls made
+meanwhile (:meth:`WatchedClient.kept_session`), so a click's ``chat.update`` reuses a connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -93,6 +100,26 @@ class WatchedClient(AsyncWebClient):
                 )
                 self._refused.set()
             raise
+
+    @asynccontextmanager
+    async def kept_session(self) -> AsyncIterator[None]:
+        """Every call made in this context, on this event loop, shares one HTTP session (its
+        connections kept alive between calls), closed when the context ends. Where a session is
+        open already, it is the one used, and left open."""
+        if self.session is not None and not self.session.closed:
+            yield
+            return
+        session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=self.timeout),
+            trust_env=self.trust_env_in_session,
+        )
+        self.session = session
+        try:
+            yield
+        finally:
+            if self.session is session:
+                self.session = None
+            await session.close()
 
     async def refused(self) -> PlatformUnavailable:
         """Once a call was refused for its token: why, in one line naming the variable."""

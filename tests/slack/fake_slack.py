@@ -62,6 +62,8 @@ class FakeSlack:
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
     url: str = ""
+    peers: list[tuple[str, int]] = field(default_factory=list)
+    """The client address of each request, in order: one per connection kept alive."""
     _triggers: dict[str, tuple[float, bool]] = field(default_factory=dict)
     _limited: dict[str, int] = field(default_factory=dict)
     _failing: dict[str, str] = field(default_factory=dict)
@@ -140,6 +142,8 @@ class FakeSlack:
 
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
+        if request.transport is not None:
+            self.peers.append(request.transport.get_extra_info("peername"))
         args = await _read_args(request)
         if method in self._delays:
             await asyncio.sleep(self._delays[method])

@@ -24,7 +24,7 @@ from samples import q
 
 from bridge.asking import ChatHandler
 from bridge.models import Answer, QuestionSet
-from bridge.record import AskRecord, AskStatus, Destination, Responder
+from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
 from platforms.slack import SlackPlatform
@@ -357,3 +357,36 @@ async def test_sigterm_finishes_a_click_in_flight_and_leaves_pending_asks_alone(
     assert answered.answers is not None and answered.answers[0].selected == ("n",)
     assert untouched is not None and untouched.status is AskStatus.PENDING
     assert "Traceback" not in "".join(serve.log)
+
+
+async def test_a_receiver_makes_its_calls_over_one_kept_connection(fake: FakeSlack) -> None:
+    """slack_sdk alone opens a new connection (against Slack a TCP and TLS handshake) for every
+    call; while a receiver runs, the calls made through its client share one, closed when it
+    stops."""
+    client = make_client(BOT_TOKEN, fake.url)
+    for _ in range(3):
+        await client.auth_test()
+    assert len(set(fake.peers)) == 3  # slack_sdk's own way: one connection per call
+    platform = SlackPlatform(
+        SlackSettings(bot_token=BOT_TOKEN, api_url=fake.url, signing_secret=SIGNING_SECRET)
+    )
+    receiver = platform.receiver(MemoryStore())
+    ready = asyncio.Event()
+    running = asyncio.create_task(receiver.run(ready))
+    await asyncio.wait_for(ready.wait(), 10)
+    session = receiver.client.session
+    assert session is not None and not session.closed
+    del fake.peers[:]
+    poster = platform.poster()  # the poster shares the receiver's client
+    for _ in range(3):
+        await receiver.client.auth_test()
+        await poster.permalink(MessageRef(platform="slack", channel=CHANNEL, message_id="1"))
+    assert len(fake.peers) == 6 and len(set(fake.peers)) == 1
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert session.closed and receiver.client.session is None
+    async with receiver.client.kept_session():  # a session is opened afresh, then closed
+        kept = receiver.client.session
+        await receiver.client.auth_test()
+    assert kept is not None and kept.closed and receiver.client.session is None
