@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
@@ -141,6 +142,25 @@ class ConnectionState(Protocol):
     ``/readyz``). A receiver without it is taken to be connected once ready (HTTP routes)."""
 
     async def connected(self) -> bool: ...
+
+
+@runtime_checkable
+class HeldConnections(Protocol):
+    """Optional for a :class:`Platform`: connections to keep open while a process serves it.
+
+    A platform's API client may otherwise connect afresh for each call (slack_sdk does: a TCP and
+    TLS handshake per call). :func:`bridge.runtime.serving` holds this context from before its
+    receivers start until its sweeper has stopped, so every call made meanwhile -- a click's
+    update, a sweep's re-render -- reuses the connections, and none is closed under a call."""
+
+    def held_connections(self) -> AbstractAsyncContextManager[None]: ...
+
+
+def held_connections(platform: Platform) -> AbstractAsyncContextManager[None]:
+    """The platform's :class:`HeldConnections` context, or one that holds nothing."""
+    if isinstance(platform, HeldConnections):
+        return platform.held_connections()
+    return nullcontext()
 
 
 def check_standalone(platform: Platform) -> None:

@@ -25,7 +25,7 @@ import gc
 import logging
 import signal
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, NoReturn, TypeVar
@@ -40,6 +40,7 @@ from bridge.platform import (
     Receiver,
     check_credentials,
     check_standalone,
+    held_connections,
 )
 from bridge.record import MAX_EXPIRES, MAX_REQUIRED
 from bridge.settings import EngineSettings, WebhookSettings, open_store
@@ -183,6 +184,23 @@ async def serving(
     """
     for platform in platforms:
         await check_credentials(platform)
+    async with AsyncExitStack() as held:  # closed last: after the sweeper's last re-render
+        for platform in platforms:
+            await held.enter_async_context(held_connections(platform))
+        async with _serving(platforms, store, host, port, sweep_interval, watch, webhooks) as s:
+            yield s
+
+
+@asynccontextmanager
+async def _serving(
+    platforms: Sequence[Platform],
+    store: Store,
+    host: str,
+    port: int,
+    sweep_interval: float,
+    watch: str | Literal[False] | None,
+    webhooks: WebhookSettings | None,
+) -> AsyncIterator[Serving]:
     receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
     sweeper = Sweeper(store, {p.name: p.poster() for p in platforms}, interval=sweep_interval)
     routes = [route for receiver in receivers.values() for route in receiver.routes()]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 
 from bridge.aio import stop
 from bridge.platform import Finding, HttpRoute, PlatformUnavailable
@@ -48,6 +49,10 @@ class SlackPlatform:
 
     def poster(self) -> Poster:
         return SlackPoster(self.client)
+
+    def held_connections(self) -> AbstractAsyncContextManager[None]:
+        """While serving, every Web API call shares one HTTP session (see :mod:`.client`)."""
+        return self.client.kept_session()
 
     async def message_link(self, message: MessageRef) -> str | None:
         """A posted message's link (``chat.getPermalink``), for ``ask``'s progress line."""
@@ -119,14 +124,13 @@ class SlackReceiver:
         return (events_route(self.app, self.signing),)
 
     async def run(self, ready: asyncio.Event) -> None:
-        async with self.client.kept_session():  # every call while receiving: one connection pool
-            holding = asyncio.create_task(self._hold(ready))
-            refusal = asyncio.create_task(self.client.refused())
-            try:
-                await asyncio.wait({holding, refusal}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                await stop(refusal)
-                await stop(holding)
+        holding = asyncio.create_task(self._hold(ready))
+        refusal = asyncio.create_task(self.client.refused())
+        try:
+            await asyncio.wait({holding, refusal}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await stop(refusal)
+            await stop(holding)
         if not refusal.cancelled() and refusal.exception() is None:
             raise refusal.result()
         holding.result()

@@ -15,8 +15,9 @@ client with the app token) -- and :meth:`WatchedClient.refused` hands it to the 
 stops the process in one line naming the variable (:mod:`platforms.slack`).
 
 Left to itself, slack_sdk opens a new HTTP session -- a new TCP and TLS connection to Slack -- for
-every call. A receiver, which lives as long as the process, holds one session for all calls made
-meanwhile (:meth:`WatchedClient.kept_session`), so a click's ``chat.update`` reuses a connection.
+every call. While a process serves Slack it holds one session for all calls made meanwhile
+(:meth:`WatchedClient.kept_session`, held by :func:`bridge.runtime.serving`), so a click's
+``chat.update`` reuses a connection.
 """
 
 from __future__ import annotations

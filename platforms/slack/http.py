@@ -9,12 +9,15 @@ and a malformed body would end there as a 500 with a traceback. Here the signatu
 (``SLACK_SIGNING_SECRET``, HMAC-SHA256 over ``v0:{timestamp}:{body}``, at most five minutes old) is
 checked on the raw bytes first -- 401 when it is missing, stale or wrong -- then the body's shape
 -- 400 when a signed body is not an interactive payload Bolt can take -- and only then is the
-request handed to Bolt (which verifies it again). Refusals are logged in one line each, at most
-one line per :data:`LOG_EVERY` seconds with a count of the rest, so a flood cannot flood the log.
+request handed to Bolt (which verifies it again), with the payload parsed here: a click's form
+body is the whole message, URL-encoded, and decoding it is the dearest step of a click in Python
+(:func:`form_value`). Refusals are logged in one line each, at most one line per
+:data:`LOG_EVERY` seconds with a count of the rest, so a flood cannot flood the log.
 """
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import hmac
 import json
@@ -22,11 +25,14 @@ import logging
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import unquote_plus
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.request.async_internals import build_async_context
+from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bridge.platform import HttpRoute
 
@@ -52,11 +58,15 @@ def events_route(app: AsyncApp, signing_secret: str) -> HttpRoute:
         if not _signed(secret, body, request.headers):
             refusals.note(401, "missing, stale or wrong signature", request.remote)
             return web.Response(status=401, text="invalid request signature")
-        problem = payload_problem(body, request.headers.get("Content-Type", ""))
+        problem, payload = read_payload(body, request.headers.get("Content-Type", ""))
         if problem is not None:
             refusals.note(400, problem, request.remote)
             return web.Response(status=400, text=problem)
-        bolt_response = await app.async_dispatch(await to_bolt_request(request))
+        if payload is None:  # JSON or ssl_check: Bolt reads it itself
+            bolt_request = await to_bolt_request(request)
+        else:
+            bolt_request = _ParsedRequest(body.decode(), payload, request)
+        bolt_response = await app.async_dispatch(bolt_request)
         return await to_aiohttp_response(bolt_response)
 
     return HttpRoute("POST", EVENTS_PATH, events)
@@ -76,27 +86,71 @@ def _signed(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
     return hmac.compare_digest(expected, signature)
 
 
-def payload_problem(body: bytes, content_type: str) -> str | None:
-    """Why a signed body is not something Bolt can take safely, or ``None`` if it is.
+def read_payload(body: bytes, content_type: str) -> tuple[str | None, dict[str, Any] | None]:
+    """Why a signed body is not something Bolt can take safely (or ``None`` if it is), and the
+    interactive payload it holds (``None`` for what Bolt reads itself).
 
     Interactive payloads arrive form-encoded as ``payload=<JSON object>``; Bolt also answers
     ``ssl_check`` and JSON event callbacks, which pass when they are JSON objects."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return "the body is not UTF-8"
+        return "the body is not UTF-8", None
     if content_type.startswith("application/json"):
-        return None if isinstance(_json(text), dict) else "the body is not a JSON object"
-    form = parse_qs(text, keep_blank_values=True)
+        ok = isinstance(_json(text), dict)
+        return (None if ok else "the body is not a JSON object"), None
+    try:
+        form = _form(text)
+    except UnicodeDecodeError:
+        return "the form is not UTF-8", None
     if "ssl_check" in form and "payload" not in form:
-        return None
+        return None, None
     raw = form.get("payload")
     if raw is None or len(raw) != 1:
-        return "no payload"
+        return "no payload", None
     payload = _json(raw[0])
     if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
-        return "the payload is not an interactive payload object"
-    return shape_problem(payload)
+        return "the payload is not an interactive payload object", None
+    return shape_problem(payload), payload
+
+
+def _form(text: str) -> dict[str, list[str]]:
+    """A form body's fields, as ``urllib.parse.parse_qs(text, keep_blank_values=True)`` gives
+    them, but each value decoded by :func:`form_value` (strictly: bad UTF-8 raises)."""
+    form: dict[str, list[str]] = {}
+    for pair in text.split("&"):
+        if not pair:
+            continue
+        name, _, value = pair.partition("=")
+        form.setdefault(form_value(name), []).append(form_value(value))
+    return form
+
+
+def form_value(text: str) -> str:
+    """``urllib.parse.unquote_plus(text, errors="strict")``, 20 times faster on what Slack sends.
+
+    Python's decoder handles each ``%XX`` in Python, and a click's payload (the whole message,
+    as URL-encoded JSON) holds thousands: 0.4 ms a click. The quoted-printable decoder, in C,
+    decodes ``=XX`` alike, so well-formed text with ``%`` read as ``=`` decodes to the same bytes.
+    Where the two would differ -- a raw ``=``, line breaks (soft breaks there), a malformed
+    escape (left as ``=``..., or cut at the end) -- Python's decoder is used."""
+    if "=" not in text and "\r" not in text and "\n" not in text and "%" not in text[-2:]:
+        if text.isascii():
+            decoded = binascii.a2b_qp(text.replace("+", " ").replace("%", "=").encode())
+            if b"=" not in decoded:
+                return decoded.decode("utf-8")
+    return unquote_plus(text, errors="strict")
+
+
+class _ParsedRequest(AsyncBoltRequest):
+    """Bolt's HTTP request with the payload already parsed (and checked) here, so Bolt does not
+    decode the body a second time; its raw body stays, for Bolt's own signature check."""
+
+    def __init__(self, raw: str, payload: dict[str, Any], request: web.Request) -> None:
+        super().__init__(body="", query=request.query_string, headers=request.headers)  # type: ignore[arg-type]
+        self.raw_body = raw
+        self.body = payload
+        self.context = build_async_context(AsyncBoltContext({}), payload)
 
 
 def shape_problem(payload: dict[str, Any]) -> str | None:

@@ -38,7 +38,7 @@ class SlackPoster(Poster):
             channel=channel,
             thread_ts=dest.thread,
             text=message.text,
-            blocks=message.blocks,
+            blocks=message.wire,
             unfurl_links=False,
             unfurl_media=False,
         )
@@ -80,7 +80,7 @@ class SlackPoster(Poster):
             channel=record.message.channel,
             ts=record.message.message_id,
             text=message.text,
-            blocks=message.blocks,
+            blocks=message.wire,
         )
 
     async def remind(self, record: AskRecord, n: int) -> None:

@@ -12,14 +12,17 @@ import hmac
 import logging
 import time
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, unquote_plus, urlencode
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from payloads import SIGNING_SECRET, block_actions, form_body, signed, view_submission
 from samples import q
 from slack_harness import Bolt
 
 from bridge.record import AskStatus
+from platforms.slack.http import form_value
 
 GARBAGE: list[bytes] = [
     b"payload=notjson",
@@ -153,3 +156,31 @@ async def test_a_well_formed_click_still_answers(bolt: Bolt) -> None:
     done = await bolt.store.get(record.id)
     assert done is not None and done.status is AskStatus.ANSWERED
     assert done.answers is not None and done.answers[0].selected == ("Yes",)
+
+
+_FORM_TEXT = st.text(st.characters(codec="utf-8")) | st.text("%=+&; \t\r\n0123456789abcdefABCDEFGz")
+
+
+@given(_FORM_TEXT, st.sampled_from(["", "/", "+ ", "=%"]), st.booleans())
+@settings(max_examples=3000, deadline=None)
+def test_a_form_value_decodes_as_python_decodes_it(text: str, safe: str, lower: bool) -> None:
+    """The fast decoder gives what ``unquote_plus(..., errors="strict")`` gives for anything:
+    what a client encodes (in either case of hex digit), raw text, and malformed escapes."""
+    for raw in (quote_plus(text, safe=safe), text):
+        raw = raw.lower() if lower else raw
+        try:
+            want: str | None = unquote_plus(raw, errors="strict")
+        except UnicodeDecodeError:
+            want = None
+        try:
+            got: str | None = form_value(raw)
+        except UnicodeDecodeError:
+            got = None
+        assert got == want
+
+
+@pytest.mark.parametrize(
+    "raw", ["%", "a%", "a%4", "%zz", "%4g", "a=b", "=", "%3D", "x%0D%0Ay", "+%2B+"]
+)
+def test_a_form_value_with_odd_escapes_decodes_as_python_decodes_it(raw: str) -> None:
+    assert form_value(raw) == unquote_plus(raw, errors="strict")

@@ -25,6 +25,7 @@ from samples import q
 from bridge.asking import ChatHandler
 from bridge.models import Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
+from bridge.runtime import serving
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
 from platforms.slack import SlackPlatform
@@ -359,10 +360,10 @@ async def test_sigterm_finishes_a_click_in_flight_and_leaves_pending_asks_alone(
     assert "Traceback" not in "".join(serve.log)
 
 
-async def test_a_receiver_makes_its_calls_over_one_kept_connection(fake: FakeSlack) -> None:
+async def test_serving_makes_every_call_over_one_kept_connection(fake: FakeSlack) -> None:
     """slack_sdk alone opens a new connection (against Slack a TCP and TLS handshake) for every
-    call; while a receiver runs, the calls made through its client share one, closed when it
-    stops."""
+    call; while a process serves Slack, the calls made through its client -- the receiver's, a
+    poster's -- share one, closed once serving ended."""
     client = make_client(BOT_TOKEN, fake.url)
     for _ in range(3):
         await client.auth_test()
@@ -370,23 +371,17 @@ async def test_a_receiver_makes_its_calls_over_one_kept_connection(fake: FakeSla
     platform = SlackPlatform(
         SlackSettings(bot_token=BOT_TOKEN, api_url=fake.url, signing_secret=SIGNING_SECRET)
     )
-    receiver = platform.receiver(MemoryStore())
-    ready = asyncio.Event()
-    running = asyncio.create_task(receiver.run(ready))
-    await asyncio.wait_for(ready.wait(), 10)
-    session = receiver.client.session
-    assert session is not None and not session.closed
-    del fake.peers[:]
-    poster = platform.poster()  # the poster shares the receiver's client
-    for _ in range(3):
-        await receiver.client.auth_test()
-        await poster.permalink(MessageRef(platform="slack", channel=CHANNEL, message_id="1"))
+    async with serving([platform], MemoryStore(), port=0):
+        session = platform.client.session
+        assert session is not None and not session.closed
+        del fake.peers[:]
+        poster = platform.poster()  # the poster shares the receiver's client
+        for _ in range(3):
+            await platform.client.auth_test()
+            await poster.permalink(MessageRef(platform="slack", channel=CHANNEL, message_id="1"))
     assert len(fake.peers) == 6 and len(set(fake.peers)) == 1
-    running.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await running
-    assert session.closed and receiver.client.session is None
-    async with receiver.client.kept_session():  # a session is opened afresh, then closed
-        kept = receiver.client.session
-        await receiver.client.auth_test()
-    assert kept is not None and kept.closed and receiver.client.session is None
+    assert session.closed and platform.client.session is None
+    async with platform.client.kept_session():  # a session is opened afresh, then closed
+        kept = platform.client.session
+        await platform.client.auth_test()
+    assert kept is not None and kept.closed and platform.client.session is None
