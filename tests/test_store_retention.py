@@ -1,6 +1,7 @@
 """What an ended ask keeps, over every backend: its options' descriptions stay until its outcome
 reached whoever gets it -- the waiting call's result and a feed delivery echo the questions whole
--- and go then (the call confirmed, the delivery was acknowledged, or nobody was to be told), while
+-- and go then (the call confirmed, the delivery was acknowledged, or, with nobody to tell, the ask
+was settled: at once with no message, else once shown), while
 its outcome, labels and audit trail stay; and everything that can still touch it -- a late click,
 the sweeper, the outcome for the feed and webhooks, a re-render -- works on it, also on an ask
 ended by a version that kept them."""
