@@ -72,16 +72,19 @@ end
 -- returns it as is, one round trip sooner than a take would (confirm accepts 'waiter' too).
 local function wake()
   local found = redis.call('SMEMBERS', wakers)
-  if #found > 0 then
-    local message = ask_id .. '\n' .. cjson.encode(redis.call('HGETALL', rec))
-    for _, waker in ipairs(found) do
-      -- a per-slot channel of a Cluster process ends in its hash tag: it lies in this script's
-      -- slot, so it is SPUBLISHed there (heard on this node only); any other channel is plain
-      if string.byte(waker, -1) == 125 then -- '}'
-        redis.call('SPUBLISH', waker, message)
-      else
-        redis.call('PUBLISH', waker, message)
-      end
+  local message
+  for _, waker in ipairs(found) do
+    -- a per-slot channel of a Cluster process ends in its hash tag: it lies in this script's
+    -- slot, so it is SPUBLISHed there (heard on this node only); any other channel is plain,
+    -- and only if someone listens on it: a process that stopped leaves its channel among the
+    -- wakers of the asks it waited for, and encoding the record for nobody is a good part of an
+    -- expiry (a process that subscribes later re-reads the asks it waits for)
+    if string.byte(waker, -1) == 125 then -- '}'
+      message = message or ask_id .. '\n' .. cjson.encode(redis.call('HGETALL', rec))
+      redis.call('SPUBLISH', waker, message)
+    elseif redis.call('PUBSUB', 'NUMSUB', waker)[2] > 0 then
+      message = message or ask_id .. '\n' .. cjson.encode(redis.call('HGETALL', rec))
+      redis.call('PUBLISH', waker, message)
     end
   end
   if #found == 0 and redis.call('EXISTS', lease) == 1 then
