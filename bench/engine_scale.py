@@ -15,8 +15,8 @@ Run: ``.venv/bin/python bench/engine_scale.py [N [N_STORM]] [--before REV|none]
   10 s) are compared as the ratio they are. The asks' creating process does not listen then
   (as when the issue measured: nobody waits for them any more), so no wake-up is sent.
 * The same with their process listening (``--listening N``, default N): N other asks whose
-  creating store holds its wake-up subscription through the store part, so each expiry encodes
-  its record and sends it to that process, as it would to calls still waiting.
+  creating store holds its wake-up subscription through the store part, so each expiry sends its
+  wake-up (the ask's id: a call waiting for it would then take its record) to that process.
 * The whole storm as ``serve``'s sweeper runs it, with Slack: N_STORM other asks posted through
   the real Slack poster to the loopback fake Slack, expiring together, swept by ``Sweeper.sweep``
   (one round, as ``serve`` runs it) and re-rendered by its background queue (at most ``renders`` =
@@ -176,7 +176,7 @@ async def listening(url: str, n: int) -> None:
     swept, swept_cpu = time.perf_counter() - t0, time.process_time() - cpu0
     print(
         f"  expiry, store part, their process listening: {swept:6.1f} s wall  {swept_cpu:6.1f} s "
-        f"CPU  {expired:,} expired (created in {made:.1f} s; each expiry's record sent to it)"
+        f"CPU  {expired:,} expired (created in {made:.1f} s; each expiry's wake-up sent to it)"
     )
     await store.aclose()
 

@@ -1459,3 +1459,40 @@ async def test_required_is_part_of_the_ask(store: Store) -> None:
         new_record(required=0)
     with pytest.raises(ValueError):
         new_record(required=51)
+
+
+async def test_only_an_answer_wakes_with_its_record(request: pytest.FixtureRequest) -> None:
+    """An answer's wake-up carries the record (its waiting call returns it without a take); an
+    expiry's or a cancel's is the ask's id alone (nobody waits on its round trip, and a storm of
+    them would overrun the listening process's pub/sub buffer). Either way the call returns it."""
+    url = url_for("redis", request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"wk{secrets.token_hex(3)}")
+    raw = Redis.from_url(url, decode_responses=True)
+    sub = raw.pubsub()
+    try:
+        answered, expired, cancelled = (new_record(expires_in=600) for _ in range(3))
+        for rec in (answered, expired, cancelled):
+            await store.create(rec)
+        await sub.subscribe(store._wakeups.channel)
+        waits = [asyncio.create_task(store.wait(r.id, 30)) for r in (answered, expired, cancelled)]
+        await asyncio.sleep(0.3)  # the store subscribed, its waits registered
+        await store.submit(answered.id, ALICE, YES)
+        await store.close(cancelled.id, AskStatus.CANCELLED)
+        assert await store.sweep(expired.expires_at + 1) is not None
+        got, heard = await asyncio.gather(*waits), {}
+        deadline = time.monotonic() + 10
+        while len(heard) < 3 and time.monotonic() < deadline:
+            message = await sub.get_message(ignore_subscribe_messages=True, timeout=1)
+            if message is not None:  # None: the subscription's confirmation, or nothing yet
+                ask_id, _, carried = message["data"].partition("\n")
+                heard[ask_id] = carried
+        carried = json.loads(heard[answered.id])  # HGETALL as a JSON array
+        assert carried[carried.index("status") + 1] == "answered"
+        assert heard[expired.id] == "" and heard[cancelled.id] == ""
+        statuses = [r.status if r is not None else None for r in got]
+        assert statuses == [AskStatus.ANSWERED, AskStatus.EXPIRED, AskStatus.CANCELLED]
+    finally:
+        await sub.aclose()
+        await raw.aclose()
+        await store.aclose()

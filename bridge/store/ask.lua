@@ -68,21 +68,25 @@ end
 
 -- Wake the processes that wait for this ask, and only them. A lease with no wakers is held by a
 -- process from before per-process channels: it hears the shared channel.
--- Each wake-up carries the record (the id, a newline, HGETALL as a JSON array): the waiting call
--- returns it as is, one round trip sooner than a take would (confirm accepts 'waiter' too).
-local function wake()
+-- An answer's wake-up carries the record (the id, a newline, HGETALL as a JSON array): the
+-- waiting call returns it as is, one round trip sooner than a take would (confirm accepts
+-- 'waiter' too). Any other ending's is the id alone, and the call takes the record: nobody waits
+-- on an expiry's round trip, and a storm of expiries would send a process waiting for many of
+-- them its records faster than it reads them (100,000 at once overran Redis's pub/sub output
+-- buffer limit, which drops the subscription: its waiters are then all checked again).
+local function wake(answered)
   local found = redis.call('SMEMBERS', wakers)
-  local message
+  local message = not answered and ask_id or nil
   for _, waker in ipairs(found) do
     -- a per-slot channel of a Cluster process ends in its hash tag: it lies in this script's
     -- slot, so it is SPUBLISHed there (heard on this node only); any other channel is plain,
-    -- and only if someone listens on it: a process that stopped leaves its channel among the
-    -- wakers of the asks it waited for, and encoding the record for nobody is a good part of an
-    -- expiry (a process that subscribes later re-reads the asks it waits for)
+    -- and the record is encoded only if someone listens on it: a process that stopped leaves its
+    -- channel among the wakers of the asks it waited for (one that subscribes later re-reads the
+    -- asks it waits for)
     if string.byte(waker, -1) == 125 then -- '}'
       message = message or ask_id .. '\n' .. cjson.encode(redis.call('HGETALL', rec))
       redis.call('SPUBLISH', waker, message)
-    elseif redis.call('PUBSUB', 'NUMSUB', waker)[2] > 0 then
+    elseif message or redis.call('PUBSUB', 'NUMSUB', waker)[2] > 0 then
       message = message or ask_id .. '\n' .. cjson.encode(redis.call('HGETALL', rec))
       redis.call('PUBLISH', waker, message)
     end
@@ -243,7 +247,7 @@ local function finish(status, closing)
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
   redis.call('PEXPIRE', noise, retention_ms)
-  wake()
+  wake(status == 'answered')
   if handoff == 'none' and told == '1' and unposted then
     tidy() -- settled already: no sweep visits it again, nor anything else that would tidy it
   end
