@@ -161,6 +161,17 @@ async def storm(url: str, n: int) -> None:
     await fake.stop()
 
 
+async def store_part(store: RedisStore, now: float) -> tuple[float, float, int, float]:
+    """``Store.sweep_batches`` drained as the sweeper takes it: wall and CPU seconds, how many
+    expired, and seconds until the first batch."""
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    first = expired = 0
+    async for batch in store.sweep_batches(now=now):
+        first = first or time.perf_counter() - t0
+        expired += len(batch)
+    return time.perf_counter() - t0, time.process_time() - cpu0, expired, first
+
+
 async def listening(url: str, n: int) -> None:
     """The store part again, over other asks whose creating process listens for their wake-ups
     meanwhile (its subscription up, no call waiting: each wake-up is read and dropped)."""
@@ -169,11 +180,7 @@ async def listening(url: str, n: int) -> None:
     made = await create(store, n, expires)
     store._wakeups.start()  # what a waiting call starts; the bench holds no 100,000 calls
     await store._wakeups.subscribed()
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    expired = 0
-    async for batch in store.sweep_batches(now=expires + 1):
-        expired += len(batch)
-    swept, swept_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    swept, swept_cpu, expired, _ = await store_part(store, expires + 1)
     print(
         f"  expiry, store part, their process listening: {swept:6.1f} s wall  {swept_cpu:6.1f} s "
         f"CPU  {expired:,} expired (created in {made:.1f} s; each expiry's wake-up sent to it)"
@@ -191,13 +198,7 @@ async def run(url: str, n: int, n_storm: int, before: str | None, n_listening: i
     t0 = time.perf_counter()
     count = await store.count_pending("slack")
     print(f"  count_pending               {(time.perf_counter() - t0) * 1000:6.1f} ms  {count:,}")
-    t0 = time.perf_counter()
-    cpu0 = time.process_time()
-    first = expired = 0
-    async for batch in store.sweep_batches(now=expires + 1):
-        first = first or time.perf_counter() - t0
-        expired += len(batch)
-    swept, swept_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    swept, swept_cpu, expired, first = await store_part(store, expires + 1)
     print(
         f"  expiry, store part          {swept:6.1f} s wall  {swept_cpu:6.1f} s CPU  "
         f"{expired:,} expired, first batch after {first * 1000:.0f} ms "

@@ -187,67 +187,53 @@ async def serving(
     async with AsyncExitStack() as held:  # closed last: after the sweeper's last re-render
         for platform in platforms:
             await held.enter_async_context(held_connections(platform))
-        async with _serving(platforms, store, host, port, sweep_interval, watch, webhooks) as s:
-            yield s
+        receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
+        sweeper = Sweeper(store, {p.name: p.poster() for p in platforms}, interval=sweep_interval)
+        routes = [route for receiver in receivers.values() for route in receiver.routes()]
+        health = None if watch is False else Health(store, watch, receivers)
+        server = HttpServer(routes, host, port, health=health) if routes or health else None
+        sweeping = asyncio.create_task(sweeper.run())
+        notifying = None
+        if webhooks is not None and webhooks.enabled:
+            from bridge.webhooks import WebhookWorker, shown_url
 
-
-@asynccontextmanager
-async def _serving(
-    platforms: Sequence[Platform],
-    store: Store,
-    host: str,
-    port: int,
-    sweep_interval: float,
-    watch: str | Literal[False] | None,
-    webhooks: WebhookSettings | None,
-) -> AsyncIterator[Serving]:
-    receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
-    sweeper = Sweeper(store, {p.name: p.poster() for p in platforms}, interval=sweep_interval)
-    routes = [route for receiver in receivers.values() for route in receiver.routes()]
-    health = None if watch is False else Health(store, watch, receivers)
-    server = HttpServer(routes, host, port, health=health) if routes or health else None
-    sweeping = asyncio.create_task(sweeper.run())
-    notifying = None
-    if webhooks is not None and webhooks.enabled:
-        from bridge.webhooks import WebhookWorker, shown_url
-
-        worker = WebhookWorker(store, webhooks.secret, url=webhooks.url)
-        notifying = asyncio.create_task(worker.run(), name="ask-bridge webhooks")
-        where = shown_url(webhooks.url) if webhooks.url else "each ask's notify URLs only"
-        log.info("webhooks: sending the outcome of every ended ask to %s", where)
-    watching = asyncio.create_task(health.watch()) if health is not None else None
-    running: dict[asyncio.Task[None], str] = {}
-    try:
-        if server is not None:
-            await server.start()
-        readies: list[asyncio.Event] = []
-        for name, receiver in receivers.items():
-            ready = asyncio.Event()
-            running[asyncio.create_task(receiver.run(ready), name=f"receive {name}")] = name
-            readies.append(ready)
-        await _until_ready(running, readies)
-        if health is not None:
-            health.started = True
-        yield Serving(running, server)
-    finally:
-        if watching is not None:
-            await stop(watching)
-        if server is not None:
-            await server.stop()
-        for task in running:
-            await stop(task)  # a failure was raised through Serving already
-        for name, receiver in receivers.items():
-            try:
-                await receiver.drain()
-            except Exception:
-                log.warning("%s: clicks in flight could not finish", name, exc_info=True)
-        failure = await stop(sweeping)
-        if failure is not None:
-            log.warning("the sweeper failed", exc_info=failure)
-        if notifying is not None:
-            failure = await stop(notifying)
+            worker = WebhookWorker(store, webhooks.secret, url=webhooks.url)
+            notifying = asyncio.create_task(worker.run(), name="ask-bridge webhooks")
+            where = shown_url(webhooks.url) if webhooks.url else "each ask's notify URLs only"
+            log.info("webhooks: sending the outcome of every ended ask to %s", where)
+        watching = asyncio.create_task(health.watch()) if health is not None else None
+        running: dict[asyncio.Task[None], str] = {}
+        try:
+            if server is not None:
+                await server.start()
+            readies: list[asyncio.Event] = []
+            for name, receiver in receivers.items():
+                ready = asyncio.Event()
+                running[asyncio.create_task(receiver.run(ready), name=f"receive {name}")] = name
+                readies.append(ready)
+            await _until_ready(running, readies)
+            if health is not None:
+                health.started = True
+            yield Serving(running, server)
+        finally:
+            if watching is not None:
+                await stop(watching)
+            if server is not None:
+                await server.stop()
+            for task in running:
+                await stop(task)  # a failure was raised through Serving already
+            for name, receiver in receivers.items():
+                try:
+                    await receiver.drain()
+                except Exception:
+                    log.warning("%s: clicks in flight could not finish", name, exc_info=True)
+            failure = await stop(sweeping)
             if failure is not None:
-                log.warning("the webhook worker failed", exc_info=failure)
+                log.warning("the sweeper failed", exc_info=failure)
+            if notifying is not None:
+                failure = await stop(notifying)
+                if failure is not None:
+                    log.warning("the webhook worker failed", exc_info=failure)
 
 
 async def _until_ready(
