@@ -120,6 +120,7 @@ from bridge.store.redis_connect import (
     ClusterSubscriber,
     SentinelSubscriber,
     connect,
+    send_together,
 )
 from bridge.store.redis_shards import ShardChannels
 from bridge.store.redis_wakeups import Wakeups
@@ -384,14 +385,13 @@ class RedisStore(Store):
         return reply
 
     async def _send_scripts(self, calls: list[Call]) -> list[Any]:
-        """Script calls in one round trip: each reply, or the error that call raised."""
-        if len(calls) == 1:  # a lone script call costs less than a pipeline of one
-            keys, argv = calls[0]
-            return [await self._script(keys=keys, args=argv)]
-        async with self._r.pipeline(transaction=False) as pipe:
-            for keys, argv in calls:
-                pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
-            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        """Script calls in one round trip (:func:`~.redis_connect.send_together`): each reply,
+        or the error that call raised. A server that lost the script (a restart, ``SCRIPT
+        FLUSH``) refuses each call unrun; those are run again once it is loaded."""
+        sha = self._script.sha
+        replies = await send_together(
+            self._r, [("EVALSHA", sha, len(keys), *keys, *argv) for keys, argv in calls]
+        )
         for i, ((keys, argv), reply) in enumerate(zip(calls, replies, strict=True)):
             if isinstance(reply, NoScriptError):  # it did not run: load it, run it once more
                 try:
@@ -411,17 +411,10 @@ class RedisStore(Store):
             return [await self._run(op, ask_ids[0], *args, now=now)]
         if self._cluster:
             return list(await asyncio.gather(*(self._run(op, a, *args, now=now) for a in ask_ids)))
-        argvs = [self._argv(op, ask_id, args, now) for ask_id in ask_ids]
-        async with self._r.pipeline(transaction=False) as pipe:
-            for ask_id, argv in zip(ask_ids, argvs, strict=True):
-                keys = self._keys(ask_id)
-                pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
-            replies = await pipe.execute(raise_on_error=False)
+        calls = [(self._keys(ask_id), self._argv(op, ask_id, args, now)) for ask_id in ask_ids]
         out: list[list[Any]] = []
-        for ask_id, argv, reply in zip(ask_ids, argvs, replies, strict=True):
-            if isinstance(reply, NoScriptError):  # it did not run: load it, run it once more
-                reply = await self._script(keys=self._keys(ask_id), args=argv)
-            elif isinstance(reply, Exception):
+        for reply in await self._send_scripts(calls):
+            if isinstance(reply, Exception):
                 raise reply
             out.append(list(reply))
         return out

@@ -1,14 +1,14 @@
 """Script calls from many coroutines of one process, sent together: one round trip per batch.
 
 Every call of ``ask.lua`` a store makes (not on Cluster, whose pipelines take no scripts) joins a
-queue; one sender takes whatever queued while its previous batch was in flight and sends it as
-one pipeline (each script still atomic on its own ask). A lone call leaves on the event loop's
-next turn, alone. Two reasons:
+queue; one sender takes whatever queued while its previous batch was in flight and sends it in
+one write (:func:`~bridge.store.redis_connect.send_together`; each script still atomic on its own
+ask). A lone call leaves on the event loop's next turn, alone. Two reasons:
 
 * When 100,000 waiting calls are answered at once, each confirms it returned its answer. One
   command each would queue 100,000 commands for the store's few connections, and the lease
   renewals that keep the other waits' answers coming to them would wait behind them: leases
-  lapsed, and answers went to the feed. Batched, one pipeline at a time holds a connection.
+  lapsed, and answers went to the feed. Batched, one batch at a time holds a connection.
 * A busy process (64 calls in flight) pays one pool checkout and one socket write per batch
   rather than per command.
 """

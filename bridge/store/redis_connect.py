@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Callable
 from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
@@ -21,7 +22,7 @@ from redis.asyncio.retry import Retry  # not redis.retry.Retry: that one never a
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import DataError, RedisError
+from redis.exceptions import DataError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.utils import str_if_bytes
 
@@ -255,3 +256,51 @@ class ClusterSubscriber:
 
 PIPELINE_CHUNK = 500
 """Most commands one pipeline sends in one round trip (bounds a reply's size on big batches)."""
+
+
+async def send_together(client: Redis, commands: list[tuple[Any, ...]]) -> list[Any]:
+    """Commands sent in one write on one pooled connection, their replies read in order: each
+    reply as the server sent it (no response callbacks: ``"OK"``, not ``True``), or the error
+    it was (a :class:`~redis.exceptions.ResponseError`, not raised).
+
+    What redis-py's ``pipeline(transaction=False)`` does, without what a batch of script calls
+    does not need and pays for per reply: its response callbacks and observability hooks, and an
+    ``asyncio.timeout`` around every reply read (redis-py's default 5 s socket timeout), about
+    11 us of 22 us per reply. Here one timeout covers the whole batch and moves forward as
+    replies come (:func:`_exchange`). Retried as every command of the client is (its ``Retry``:
+    reconnect, then send the whole batch again), which is safe for what a store sends this way:
+    every ``ask.lua`` operation is safe to run twice."""
+    pool = client.connection_pool
+    conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+    try:
+        replies: list[Any] = await conn.retry.call_with_retry(
+            lambda: _exchange(conn, commands), lambda _error: conn.disconnect()
+        )
+        return replies
+    finally:
+        await pool.release(conn)
+
+
+async def _exchange(conn: AbstractConnection, commands: list[tuple[Any, ...]]) -> list[Any]:
+    """One batch over ``conn``. No reply is waited for longer than the connection's socket
+    timeout: the batch's one deadline is pushed back to a full timeout from now whenever less
+    than half of one is left, so a stalled server is noticed after half to all of it, at the
+    cost of a clock read per reply rather than a timer per reply."""
+    loop = asyncio.get_running_loop()
+    limit = conn.socket_timeout
+    try:
+        async with asyncio.timeout_at(None if limit is None else loop.time() + limit) as window:
+            await conn.send_packed_command(conn.pack_commands(commands))
+            replies: list[Any] = []
+            for _ in commands:
+                try:
+                    replies.append(await conn.read_response(timeout=math.inf))
+                except ResponseError as exc:
+                    replies.append(exc)
+                if limit is not None:
+                    now = loop.time()
+                    if cast(float, window.when()) - now < limit / 2:
+                        window.reschedule(now + limit)
+            return replies
+    except TimeoutError:  # read_response has closed the connection: nothing left half-read
+        raise RedisTimeoutError("Timeout reading a reply from the server") from None
