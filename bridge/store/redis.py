@@ -378,10 +378,15 @@ class RedisStore(Store):
         own on Cluster, whose pipelines take no scripts, or when ``alone`` (showing an ended ask:
         the sweeper bounds those itself, and they start while its expiries are still in flight,
         not behind the scripts queued meanwhile)."""
-        if self._cluster or alone:
+        if self._cluster:
             reply: list[Any] = await self._script(keys=keys, args=argv)
             return reply
-        reply = await self._pipelined.call(keys, argv)
+        if alone:
+            (reply,) = await self._send_scripts([(keys, argv)])
+            if isinstance(reply, Exception):
+                raise reply
+        else:
+            reply = await self._pipelined.call(keys, argv)
         return reply
 
     async def _send_scripts(self, calls: list[Call]) -> list[Any]:
