@@ -1,6 +1,7 @@
 """Slack click latency through the HTTP app, next to the engine's raw answer-to-resume.
 
-Run: ``.venv/bin/python bench/slack_clicks.py [N]`` (default 300 sequential clicks).
+Run: ``.venv/bin/python bench/slack_clicks.py [N] [--busy]`` (default 300 sequential clicks;
+``--busy``: a process spinning on a core beside the loaded phase, as a busy neighbour would).
 
 * engine: ``store.submit`` on one connection -> ``store.wait`` returns on another (same Redis).
 * click-to-resume: a signed ``block_actions`` POST to an ``ask-bridge serve`` process (HTTP
@@ -8,7 +9,9 @@ Run: ``.venv/bin/python bench/slack_clicks.py [N]`` (default 300 sequential clic
 * under load: clicks fired open-loop at 200 per second for 5 seconds, each on an ask with its own
   waiting call, while 1,000 more calls wait on asks nobody answers; each click's ack (the HTTP
   response; target: p99 under 100 ms, Slack's hard limit is 3 s) and its waiting call's resume
-  are timed from the moment the click was *due*, so a late send counts against the figure.
+  are timed from the moment the click was *due*, so a late send counts against the figure;
+  so is the message showing the outcome (its ``chat.update`` reaching the fake Slack): acks
+  come first (:mod:`bridge.answering`), and this is what that costs the message.
   Beside them, the CPU time ``serve`` spent per click in that phase (and this process's, which
   sends the clicks, hosts the fake Slack and runs the waiting calls): on a 2-core machine the
   three of them and Redis share two cores, so a p99 that varies from run to run is read beside
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -48,6 +52,9 @@ CPU_PER_CLICK: dict[str, float] = {}
 """CPU seconds per click in the loaded phase: ``serve``'s, and this process's."""
 SECONDS = 5
 PARKED = 1000
+BUSY = "--busy" in sys.argv
+SHOWN: list[float] = []
+"""Each loaded-phase click's outcome on its message, from the click's scheduled time."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -150,6 +157,11 @@ async def acks(
     connector = aiohttp.TCPConnector(limit=0)
     scheduled: list[float] = []
     assert serve.proc is not None
+    neighbour = (
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])  # noqa: ASYNC220
+        if BUSY
+        else None
+    )
     serve_cpu, own_cpu = cpu_seconds(serve.proc.pid), time.process_time()
     async with aiohttp.ClientSession(connector=connector) as http:
         began = time.perf_counter() + 0.1
@@ -165,6 +177,22 @@ async def acks(
     await asyncio.gather(*waits)
     CPU_PER_CLICK["serve"] = (cpu_seconds(serve.proc.pid) - serve_cpu) / len(bodies)
     CPU_PER_CLICK["bench"] = (time.process_time() - own_cpu) / len(bodies)
+    due_of = {
+        r.message.message_id: due for r, due in zip(records, scheduled, strict=True) if r.message
+    }
+    shown: dict[str, float] = {}
+    give_up = time.perf_counter() + 30
+    while len(shown) < len(due_of) and time.perf_counter() < give_up:
+        for call in fake.calls:
+            ts = call.args.get("ts", "")
+            if call.method == "chat.update" and call.ok and ts in due_of and ts not in shown:
+                shown[ts] = call.at - due_of[ts]
+        await asyncio.sleep(0.1)
+    if neighbour is not None:
+        neighbour.kill()
+        neighbour.wait()
+    assert len(shown) == len(due_of), f"{len(due_of) - len(shown)} outcomes never shown"
+    SHOWN.extend(shown.values())
     for task in parked:
         task.cancel()
     await asyncio.gather(*parked, return_exceptions=True)
@@ -199,7 +227,11 @@ async def run(n: int) -> None:
             await b.aclose()
             await fake.stop()
     cores = os.cpu_count()
-    print(f"slack clicks ({n} sequential; {RATE}/s for {SECONDS}s; {cores} cores; loopback fake)")
+    busy = ", a busy neighbour beside it" if BUSY else ""
+    print(
+        f"slack clicks ({n} sequential; {RATE}/s for {SECONDS}s{busy}; {cores} cores; "
+        "loopback fake)"
+    )
     print(f"  engine answer-to-resume   p50 {ms(raw, 50):7.2f} ms   p99 {ms(raw, 99):7.2f} ms")
     print(
         f"  slack click-to-resume     p50 {ms(resumed, 50):7.2f} ms   "
@@ -213,6 +245,7 @@ async def run(n: int) -> None:
     print(
         f"  click-to-resume           p50 {ms(loaded, 50):7.2f} ms   p99 {ms(loaded, 99):7.2f} ms"
     )
+    print(f"  outcome on the message    p50 {ms(SHOWN, 50):7.2f} ms   p99 {ms(SHOWN, 99):7.2f} ms")
     print(
         f"  CPU per click: serve {CPU_PER_CLICK['serve'] * 1000:.2f} ms "
         f"({CPU_PER_CLICK['serve'] * RATE:.0%} of a core at {RATE}/s), this process "
@@ -221,4 +254,5 @@ async def run(n: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 300))
+    counts = [a for a in sys.argv[1:] if a != "--busy"]
+    asyncio.run(run(int(counts[0]) if counts else 300))

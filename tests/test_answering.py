@@ -689,6 +689,99 @@ async def test_slow_store_acks_first_and_tells_the_verdict_later(
     assert shown.status is AskStatus.ANSWERED
 
 
+# -- acks first: showing verdicts waits for the clicks being judged -----------------------------
+
+
+async def _never_late(_: Verdict) -> None:
+    raise AssertionError("judged within the budget")
+
+
+async def _acked() -> None:
+    return None
+
+
+async def test_showing_a_verdict_waits_while_another_click_is_judged(
+    store: Store, poster: MemoryPoster
+) -> None:
+    shown_first = await posted(store, poster, single(new_record()))
+    judged_now = await posted(store, poster, single(new_record()))
+    verdict = await Answering(store, poster, REPLIES).pick(shown_first.id, 0, 0, ALICE)
+    gate = Gate(store)
+    answering = Answering(gate, poster, REPLIES, ack_budget=30)  # type: ignore[arg-type]
+    judging = asyncio.create_task(
+        answering.in_time(answering.pick(judged_now.id, 0, 1, BOB), ack=_acked, late=_never_late)
+    )
+    await asyncio.sleep(0.05)
+    answering.settle(verdict)
+    await asyncio.sleep(0.3)
+    assert poster.updated(shown_first.id) == []  # held back: a click is being judged
+    gate.open.set()
+    second = await judging
+    assert second is not None and second.outcome is Outcome.ACCEPTED
+    await answering.drain()
+    (shown,) = poster.updated(shown_first.id)
+    assert shown.status is AskStatus.ANSWERED
+
+
+async def test_a_verdict_is_shown_after_settle_wait_however_busy(
+    store: Store, poster: MemoryPoster
+) -> None:
+    shown_first = await posted(store, poster, single(new_record()))
+    judged_slowly = await posted(store, poster, single(new_record()))
+    verdict = await Answering(store, poster, REPLIES).pick(shown_first.id, 0, 0, ALICE)
+    gate = Gate(store)
+    answering = Answering(
+        gate,  # type: ignore[arg-type]
+        poster,
+        REPLIES,
+        ack_budget=30,
+        settle_wait=0.2,
+    )
+    judging = asyncio.create_task(
+        answering.in_time(answering.pick(judged_slowly.id, 0, 1, BOB), ack=_acked, late=_never_late)
+    )
+    await asyncio.sleep(0.05)
+    answering.settle(verdict)
+    await asyncio.sleep(0.8)
+    assert len(poster.updated(shown_first.id)) == 1 and not judging.done()
+    gate.open.set()
+    await judging
+    await answering.drain()
+
+
+class SlowUpdates(MemoryPoster):
+    """Message updates that take until the test lets them finish; counts those in progress."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finish = asyncio.Event()
+        self.running = 0
+        self.most = 0
+
+    async def update(self, record: AskRecord) -> None:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            await self.finish.wait()
+            await super().update(record)
+        finally:
+            self.running -= 1
+
+
+async def test_at_most_settle_at_once_verdicts_are_shown_at_once(store: Store) -> None:
+    poster = SlowUpdates()
+    records = [await posted(store, poster, single(new_record())) for _ in range(6)]
+    answering = Answering(store, poster, REPLIES, settle_at_once=2)
+    for record in records:
+        answering.settle(await answering.pick(record.id, 0, 0, ALICE))
+    await asyncio.sleep(0.3)
+    assert poster.running == 2
+    poster.finish.set()
+    await answering.drain()
+    assert poster.most == 2
+    assert all(len(poster.updated(r.id)) == 1 for r in records)
+
+
 async def test_failing_background_work_is_logged(
     answering: Answering, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -46,6 +46,8 @@ class Call:
     ok: bool
     error: str | None = None
     response: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.perf_counter)
+    """When the call arrived (``time.perf_counter`` of the process hosting the fake)."""
 
 
 @dataclass
