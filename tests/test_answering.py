@@ -700,18 +700,29 @@ async def _acked() -> None:
     return None
 
 
-async def test_showing_a_verdict_waits_while_another_click_is_judged(
-    store: Store, poster: MemoryPoster
-) -> None:
+async def _a_verdict_while_a_click_is_judged(
+    store: Store, poster: MemoryPoster, **options: Any
+) -> tuple[AskRecord, Verdict, Gate, Answering, asyncio.Task[Verdict | None]]:
+    """An answered ask's verdict, still to be shown, and a click on another ask being judged
+    (held at a closed gate) by the ``Answering`` that is to show it."""
     shown_first = await posted(store, poster, single(new_record()))
     judged_now = await posted(store, poster, single(new_record()))
     verdict = await Answering(store, poster, REPLIES).pick(shown_first.id, 0, 0, ALICE)
     gate = Gate(store)
-    answering = Answering(gate, poster, REPLIES, ack_budget=30)  # type: ignore[arg-type]
+    answering = Answering(gate, poster, REPLIES, ack_budget=30, **options)  # type: ignore[arg-type]
     judging = asyncio.create_task(
         answering.in_time(answering.pick(judged_now.id, 0, 1, BOB), ack=_acked, late=_never_late)
     )
     await asyncio.sleep(0.05)
+    return shown_first, verdict, gate, answering, judging
+
+
+async def test_showing_a_verdict_waits_while_another_click_is_judged(
+    store: Store, poster: MemoryPoster
+) -> None:
+    shown_first, verdict, gate, answering, judging = await _a_verdict_while_a_click_is_judged(
+        store, poster
+    )
     answering.settle(verdict)
     await asyncio.sleep(0.3)
     assert poster.updated(shown_first.id) == []  # held back: a click is being judged
@@ -726,21 +737,9 @@ async def test_showing_a_verdict_waits_while_another_click_is_judged(
 async def test_a_verdict_is_shown_after_settle_wait_however_busy(
     store: Store, poster: MemoryPoster
 ) -> None:
-    shown_first = await posted(store, poster, single(new_record()))
-    judged_slowly = await posted(store, poster, single(new_record()))
-    verdict = await Answering(store, poster, REPLIES).pick(shown_first.id, 0, 0, ALICE)
-    gate = Gate(store)
-    answering = Answering(
-        gate,  # type: ignore[arg-type]
-        poster,
-        REPLIES,
-        ack_budget=30,
-        settle_wait=0.2,
+    shown_first, verdict, gate, answering, judging = await _a_verdict_while_a_click_is_judged(
+        store, poster, settle_wait=0.2
     )
-    judging = asyncio.create_task(
-        answering.in_time(answering.pick(judged_slowly.id, 0, 1, BOB), ack=_acked, late=_never_late)
-    )
-    await asyncio.sleep(0.05)
     answering.settle(verdict)
     await asyncio.sleep(0.8)
     assert len(poster.updated(shown_first.id)) == 1 and not judging.done()
