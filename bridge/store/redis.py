@@ -408,11 +408,11 @@ class RedisStore(Store):
     async def _run_many(
         self, op: str, ask_ids: Sequence[str], args: Sequence[Any], *, now: float | None = None
     ) -> list[list[Any]]:
-        """The same op over many asks in one round trip (a pipeline of scripts), or concurrently
+        """The same op over many asks in one round trip (:meth:`_send_scripts`), or concurrently
         on Cluster, whose pipelines take no scripts. Each reply as :meth:`_run` gives it."""
         if not ask_ids:
             return []
-        if len(ask_ids) == 1:  # a lone script call costs less than a pipeline of one
+        if len(ask_ids) == 1:  # a lone call joins the store's other calls (.redis_batch)
             return [await self._run(op, ask_ids[0], *args, now=now)]
         if self._cluster:
             return list(await asyncio.gather(*(self._run(op, a, *args, now=now) for a in ask_ids)))
