@@ -153,7 +153,7 @@ class RenderQueue:
     async def _show(self, ended: Ended) -> None:
         counted = not ended.expired
         try:
-            record = await show_final(self.store, self.posters, ended.ask_id)
+            record = await show_final(self.store, self.posters, ended.ask_id, unshown=True)
             if record is not None and self._shown is not None:
                 self._shown(record)
             if not counted:  # shown or not: a later sweep shows it, uncounted

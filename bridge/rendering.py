@@ -29,17 +29,22 @@ log = logging.getLogger(__name__)
 
 
 async def show_final(
-    store: Store, posters: Poster | Mapping[str, Poster], ask: AskRecord | str
+    store: Store,
+    posters: Poster | Mapping[str, Poster],
+    ask: AskRecord | str,
+    *,
+    unshown: bool = False,
 ) -> AskRecord | None:
     """Claim, update every message, mark it shown. The record shown when this call updated
     them all; ``None`` when someone else holds the claim, the ask has no message or has not
     ended, a message's platform has no poster here, or an update failed (logged, not raised: the
-    outcome stands, and the sweeper tries again later)."""
+    outcome stands, and the sweeper tries again later). ``unshown``: only if not shown yet (a
+    sweep's naming of it may be older than its showing; see :meth:`Store.claim_render`)."""
     ask_id, message = (ask, None) if isinstance(ask, str) else (ask.id, ask.message)
     by_platform = {posters.platform: posters} if isinstance(posters, Poster) else posters
     try:
         # the record's message is recorded if the store never learned it (ended while posting)
-        record = await store.claim_render(ask_id, message=message)
+        record = await store.claim_render(ask_id, message=message, unshown=unshown)
         if record is None:
             return None
     except Exception:

@@ -17,6 +17,8 @@ from bridge import metrics
 from bridge.aio import stop
 from bridge.memory_poster import MemoryPoster
 from bridge.record import AskRecord, FollowUps, MessageRef
+from bridge.render_queue import RenderQueue
+from bridge.rendering import show_final
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
 
@@ -104,6 +106,28 @@ async def test_a_storm_bigger_than_the_queue_does_not_hold_back_the_rounds(
     assert expired_count() == before + 30
     assert all(expired_lines(caplog, rec.id) == 1 for rec in storm)
     assert len(poster.reminders) == 1
+
+
+async def test_an_ask_named_by_a_sweep_but_shown_before_it_is_offered_is_not_shown_again(
+    make_store: StoreFactory,
+) -> None:
+    """The race of a sweep's visit and a render: the visit names an ask claimed but not yet
+    marked shown; the renderer marks it and leaves the queue; the sweep then offers it. Its
+    claim must not be granted again once the render interval has passed."""
+    store = await make_store(render_interval=0.2)
+    (rec,) = await posted(store, 1, expires_in=60)
+    poster = MemoryPoster()
+    queue = RenderQueue(store, {"memory": poster}, platform="memory", renders=2)
+    async for named in store.sweep_batches(now=time.time() + 120):  # the visit: expired, named
+        assert [e.ask_id for e in named] == [rec.id]
+        assert await show_final(store, poster, rec.id) is not None  # meanwhile shown, marked
+        await asyncio.sleep(0.25)  # the render interval passes
+        for ended in named:
+            assert queue.offer(ended)  # the stale naming reaches the queue
+        await queue.drained()
+    assert [r.id for r in poster.updates] == [rec.id]  # shown once
+    assert await store.claim_render(rec.id, unshown=True) is None
+    assert await store.claim_render(rec.id) is not None  # a late click's re-render still may
 
 
 async def test_sweep_once_waits_for_what_it_queued(make_store: StoreFactory) -> None:

@@ -876,9 +876,13 @@ elseif op == 'acked' then
   end
   return {'ok'}
 elseif op == 'claim' then
-  -- 7 render interval (s), 8 claim token, 9 message JSON ('' if none), 10 its event detail:
-  -- the right to show the final state, once per interval
+  -- 7 render interval (s), 8 claim token, 9 message JSON ('' if none), 10 its event detail,
+  -- 11 '1' to refuse an ask already shown (a sweep named it just before it was): the right to
+  -- show the final state, once per interval
   if status == 'pending' then
+    return {'no'}
+  end
+  if ARGV[11] == '1' and redis.call('HGET', rec, 'rendered') == '1' then
     return {'no'}
   end
   if not redis.call('HGET', rec, 'message') and ARGV[9] ~= '' then

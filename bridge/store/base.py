@@ -679,14 +679,21 @@ class Store(ABC):
 
     @abstractmethod
     async def claim_render(
-        self, ask_id: str, *, now: float | None = None, message: MessageRef | None = None
+        self,
+        ask_id: str,
+        *,
+        now: float | None = None,
+        message: MessageRef | None = None,
+        unshown: bool = False,
     ) -> AskRecord | None:
         """Claim the right to show the ask's final state on its message, atomically across
         replicas: the ask has ended, has a message, and nobody claimed it within the render
         interval -> the claim is recorded and the current record returned; else ``None``.
         ``now`` defaults to the clock. ``message``: where the ask was posted, recorded (and
         logged ``posted``) if the store does not know yet -- it ended before :meth:`set_message`,
-        and only the caller knows.
+        and only the caller knows. ``unshown``: refuse an ask already marked shown
+        (:meth:`mark_rendered`) -- a sweep's claim, since the sweep may have named the ask just
+        before its renderer marked it; a late click's claim re-renders a shown ask on purpose.
 
         Throttles re-renders (late clicks on an answered ask cost at most one update per interval)
         and keeps two replicas from rendering the same ending at once."""

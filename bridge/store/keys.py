@@ -117,7 +117,8 @@ to ``"1"`` -- except on Cluster, where it sets ``"0"``, and the process then XAD
 ``settle`` answers ``tell`` for one whose ender died in between.
 
 Showing the final state: ``claim_render`` records ``render_at`` (and counts ``render_tries``) when
-nobody claimed within the render interval; ``mark_rendered`` sets ``rendered``.
+nobody claimed within the render interval (a sweep's claim, ``unshown``, also not once
+``rendered``); ``mark_rendered`` sets ``rendered``.
 
 Retention: once an ask's outcome reached whoever gets it, its body drops its options'
 descriptions (they help a person decide; every final state shows an ended ask without them, but

@@ -591,12 +591,19 @@ class MemoryStore(Store):
                 yield shown
 
     async def claim_render(
-        self, ask_id: str, *, now: float | None = None, message: MessageRef | None = None
+        self,
+        ask_id: str,
+        *,
+        now: float | None = None,
+        message: MessageRef | None = None,
+        unshown: bool = False,
     ) -> AskRecord | None:
         with self._lock:
             now = time.time() if now is None else now
             entry = self._live(ask_id, now)
             if entry is None or entry.record.status is AskStatus.PENDING:
+                return None
+            if unshown and entry.rendered:
                 return None
             if entry.record.message is None and message is not None:  # see ``claim`` in ask.lua
                 entry.record = entry.record.model_copy(update={"message": message})

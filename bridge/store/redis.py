@@ -1010,7 +1010,12 @@ class RedisStore(Store):
 
     @_guarded("claim_render")
     async def claim_render(
-        self, ask_id: str, *, now: float | None = None, message: MessageRef | None = None
+        self,
+        ask_id: str,
+        *,
+        now: float | None = None,
+        message: MessageRef | None = None,
+        unshown: bool = False,
     ) -> AskRecord | None:
         await self._init()
         # a token per claim: redis-py's re-send of this very claim is granted again
@@ -1019,7 +1024,8 @@ class RedisStore(Store):
         if message is not None:
             detail = json.dumps({"message": message.model_dump(mode="json")})
             posted = (message.model_dump_json(), detail)
-        argv = self._argv("claim", ask_id, (self.render_interval, token, *posted), now)
+        unshown_arg = "1" if unshown else "0"
+        argv = self._argv("claim", ask_id, (self.render_interval, token, *posted, unshown_arg), now)
         if message is None:
             reply = await self._call(self._keys(ask_id), argv, alone=True)
         else:  # it may learn the message here: indexed, so a failed render is retried by a sweep
