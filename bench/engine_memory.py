@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/engine_memory.py [N]`` (default 1,000 asks per row). Each row creates
 N 4-question asks, records where they were posted and sums ``MEMORY USAGE`` over every key of each
-ask plus its share of the ``due`` and ``pending`` indexes (pending); then answers each while a call
+ask plus its share of the ``due``, ``pending`` and ``created`` indexes (pending); then answers each while a call
 waits for it, the call takes and confirms it (its result echoed the questions whole; the confirm
 drops the descriptions), shows its final state, and measures again (ended, as kept for the
 retention). Baseline in the same run: the same ended asks with their bodies put back whole (option
@@ -36,7 +36,7 @@ async def usage(raw: Redis, store: RedisStore, ids: list[str]) -> float:
     for ask_id in ids:
         for key in store.keys.ask_keys(ask_id):
             total += await raw.memory_usage(key, samples=0) or 0
-    for index in (store.keys.due, store.keys.pending):
+    for index in (store.keys.due, store.keys.pending, store.keys.created):
         total += await raw.memory_usage(index, samples=0) or 0
     return total / len(ids)
 

@@ -706,11 +706,12 @@ async def test_a_submission_builds_its_record_only_when_read(
         await store.aclose()
 
 
-async def test_pending_page_pages_latest_expiry_first_with_filters(store: Store) -> None:
+async def test_pending_page_pages_newest_first_with_filters(store: Store) -> None:
     now = time.time()
     recs = []
     for i in range(7):
-        rec = new_record(expires_in=3600 + i)
+        # the later created, the sooner it expires: the pages follow creation, not expiry
+        rec = new_record(expires_in=3600 + 1000 * i)
         rec = rec.model_copy(
             update={
                 "created_at": now - 100 * i,
@@ -720,7 +721,7 @@ async def test_pending_page_pages_latest_expiry_first_with_filters(store: Store)
         await store.create(rec)
         recs.append(rec)
     await store.submit(recs[6].id, ALICE, YES)  # ended: never listed
-    newest_first = [r.id for r in reversed(recs[:6])]
+    newest_first = [r.id for r in recs[:6]]
     pages: list[list[str]] = []
     cursor = None
     while len(pages) < 5 and (cursor is not None or not pages):
@@ -730,12 +731,16 @@ async def test_pending_page_pages_latest_expiry_first_with_filters(store: Store)
     assert pages[:3] == [newest_first[:2], newest_first[2:4], newest_first[4:]]
     assert cursor is None and pages[3:] in ([], [[]])  # an empty last page is allowed
     page = await store.pending_page(channel="C1")
-    assert [r.id for r in page.asks] == [recs[5].id, recs[3].id, recs[1].id]
+    assert [r.id for r in page.asks] == [recs[1].id, recs[3].id, recs[5].id]
     assert page.cursor is None
     page = await store.pending_page(created_before=now - 150, created_after=now - 450)
-    assert [r.id for r in page.asks] == [recs[4].id, recs[3].id, recs[2].id]
+    assert [r.id for r in page.asks] == [recs[2].id, recs[3].id, recs[4].id]
     page = await store.pending_page(channel="C0", limit=1)
-    assert [r.id for r in page.asks] == [recs[4].id] and page.cursor is not None
+    assert [r.id for r in page.asks] == [recs[0].id] and page.cursor is not None
+    page = await store.pending_page(channel="C0", limit=1, cursor=page.cursor)
+    assert [r.id for r in page.asks] == [recs[2].id]
+    at_bound = await store.pending_page(created_before=now - 200, created_after=now - 200)
+    assert [r.id for r in at_bound.asks] == [recs[2].id]  # both bounds inclusive
     with pytest.raises(ValueError, match="not a cursor"):
         await store.pending_page(cursor="nonsense")
     with pytest.raises(ValueError, match="limit"):
@@ -877,7 +882,8 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
 
         kinds = {k.rsplit(":", 1)[-1] for k in await ttls()}
         assert kinds == {
-            *("rec", "log", "noise", "lease", "wake", "due", "pending", "feed", "ended", "epoch"),
+            *("rec", "log", "noise", "lease", "wake", "due", "pending", "created", "feed", "ended"),
+            "epoch",
             "timers",
         }
         await store.sweep(time.time() + 7200)

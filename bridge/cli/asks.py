@@ -22,8 +22,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "list",
         help="list pending asks, a page at a time",
-        description="Pending asks, latest expiry first (with one expiry policy: newest first), "
-        "a page at a time; the command to get the next page is printed on stderr.",
+        description="Pending asks, newest first, a page at a time; the command to get the next "
+        "page is printed on stderr.",
     )
     p.add_argument("--json", action="store_true", help="one JSON record per line")
     p.add_argument(

@@ -3,7 +3,7 @@
 -- KEYS: 1 rec (hash), 2 log (list), 3 lease (string), 4 noise (list), 5 wake (set of the
 --       wake-up channels of the processes waiting for it) -- one hash slot; except on Cluster
 --       (another slot: the caller writes them itself), 6 the pending index, 7 the ended-asks
---       stream and 8 the due index (see below).
+--       stream, 8 the created index and 9 the due index (see below).
 -- ARGV: 1 op, 2 now (seconds, JSON number text), 3 shared events channel (only for a waiter
 --       from before per-process channels), 4 ask id,
 --       5 retention (ms), 6 noise cap; then the op's own arguments from ARGV[7].
@@ -20,6 +20,7 @@ local op, now, channel, ask_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local retention_ms, noise_cap = tonumber(ARGV[5]), tonumber(ARGV[6])
 local pending_index = KEYS[6] -- nil on Cluster
 local ended_stream = KEYS[7] -- nil on Cluster
+local created_index = KEYS[8] -- nil on Cluster
 local RENDER_TRIES = 5 -- bridge.store.base.RENDER_TRIES
 local NOISE = {refused = true, late = true, opened = true, resubmitted = true} -- base.NOISE_KINDS
 
@@ -122,10 +123,12 @@ local function platform()
 end
 
 -- The ask no longer counts among the pending: its member '<platform>\0<id>' leaves the pending
--- index (bridge.store.keys.pending_member). On Cluster the caller does it (another slot).
+-- index (bridge.store.keys.pending_member), its id the created index. On Cluster the caller
+-- does it (other slots).
 local function unpend()
   if pending_index then
     redis.call('ZREM', pending_index, platform() .. '\0' .. ask_id)
+    redis.call('ZREM', created_index, ask_id)
   end
 end
 
@@ -591,30 +594,30 @@ local function settle(hold, interval)
   return visited('show')
 end
 
--- An 8th key is the due index (never on Cluster, where it lives in another slot and the caller
+-- A 9th key is the due index (never on Cluster, where it lives in another slot and the caller
 -- writes it itself, before the script): then the last three ARGV are the ask's score there, how
 -- to set it ('nx', 'xx' or '') and the index's TTL in seconds -- written first, as the caller
 -- would have, so an ask is never pending yet unswept.
-if #KEYS == 8 then
+if #KEYS == 9 then
   local score, mode, ttl = ARGV[#ARGV - 2], ARGV[#ARGV - 1], ARGV[#ARGV]
   if mode == '' then
-    redis.call('ZADD', KEYS[8], score, ask_id)
+    redis.call('ZADD', KEYS[9], score, ask_id)
   else
-    redis.call('ZADD', KEYS[8], mode, score, ask_id)
+    redis.call('ZADD', KEYS[9], mode, score, ask_id)
   end
   if mode ~= 'xx' then
-    redis.call('EXPIRE', KEYS[8], ttl)
+    redis.call('EXPIRE', KEYS[9], ttl)
   end
 end
 
 -- A sweep's visits, answered with one reply per ask. On Cluster, the one ask of KEYS. Elsewhere
 -- a batch in one call (the per-call setup of this script is a good part of a visit's cost): KEYS
--- 1-5 and 8 on are the asks' keys, five each (6 and 7 as always), ARGV 4 and 9 on their ids;
+-- 1-5 and 9 on are the asks' keys, five each (6 to 8 as always), ARGV 4 and 9 on their ids;
 -- ARGV 7 and 8 are settle's hold and interval. Each visit is as the ask's own call would be.
 if op == 'settle' then
   local replies = {settle(ARGV[7], ARGV[8])}
-  for i = 2, (#KEYS - 2) / 5 do
-    local k = 8 + (i - 2) * 5
+  for i = 2, (#KEYS - 3) / 5 do
+    local k = 9 + (i - 2) * 5
     rec, log, lease, noise, wakers = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
     ask_id, body_found, platform_found = ARGV[7 + i], nil, nil
     replies[i] = settle(ARGV[7], ARGV[8])
@@ -651,6 +654,8 @@ if op == 'create' then
   if pending_index then
     redis.call('ZADD', pending_index, 0, ARGV[16])
     redis.call('EXPIRE', pending_index, ARGV[#ARGV]) -- the due index's TTL (create indexes it)
+    redis.call('ZADD', created_index, now, ask_id) -- `now` is the ask's created_at
+    redis.call('EXPIRE', created_index, ARGV[#ARGV])
   end
   redis.call('PEXPIRE', rec, ARGV[11])
   event('created', 'null', ARGV[13])

@@ -331,13 +331,13 @@ class PendingPage:
 
 
 def page_key(record: AskRecord) -> tuple[float, str]:
-    """Where an ask sits in the pending pages: latest expiry first, then id (descending)."""
-    return (record.expires_at, record.id)
+    """Where an ask sits in the pending pages: newest first, then id (descending)."""
+    return (record.created_at, record.id)
 
 
-def page_cursor(expires_at: float, ask_id: str) -> str:
-    """The cursor after the ask at ``(expires_at, ask_id)`` (opaque to callers)."""
-    return f"{expires_at!r}/{ask_id}"
+def page_cursor(created_at: float, ask_id: str) -> str:
+    """The cursor after the ask at ``(created_at, ask_id)`` (opaque to callers)."""
+    return f"{created_at!r}/{ask_id}"
 
 
 def parse_cursor(cursor: str) -> tuple[float, str]:
@@ -620,8 +620,8 @@ class Store(ABC):
         created_after: float | None = None,
         created_before: float | None = None,
     ) -> PendingPage:
-        """Up to ``limit`` pending asks, latest expiry first (with one expiry policy: newest
-        first), after ``cursor`` (from the previous page), only those posted to ``channel`` (a
+        """Up to ``limit`` pending asks, newest first (by ``created_at``, then id), after
+        ``cursor`` (from the previous page), only those posted to ``channel`` (a
         channel or DM user id) and created within the given bounds (seconds since the epoch).
         The page's cursor is ``None`` once nothing follows (it may also lead to an empty page,
         when what follows was filtered out or ended meanwhile).

@@ -53,6 +53,12 @@ writes them in its one atomic step, as each entry below says):
                      ending process died in the instant between the script and that step, until
                      the sweeper next visits them. Asks created before this index existed are not
                      counted. TTL refreshed on every create.
+``<prefix>:created``  sorted set: the id of each pending ask, scored by its ``created_at``: the
+                     pending asks newest first, a page at a time
+                     (:meth:`~bridge.store.base.Store.pending_page`; age filters are score
+                     bounds, so no ask outside them is read). Written with ``pending``, in the
+                     same steps (on Cluster by the caller, with it); asks created before this
+                     index existed are not listed. TTL refreshed on every create.
 ``<prefix>:feed``    stream: answers (and ends) of deferred asks, one entry ``{"ask": <id>}`` each,
                      read through a consumer group; trimmed by age (retention). TTL refreshed.
 ``<prefix>:ended``   stream: every ask that left ``pending`` (answered, expired, cancelled), one
@@ -293,6 +299,10 @@ class Keys:
     @property
     def pending(self) -> str:
         return f"{self.prefix}:pending"
+
+    @property
+    def created(self) -> str:
+        return f"{self.prefix}:created"
 
     @property
     def feed(self) -> str:

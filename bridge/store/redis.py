@@ -365,10 +365,13 @@ class RedisStore(Store):
         ]
 
     def _keys(self, ask_id: str) -> list[str]:
-        """The KEYS of a script call: the ask's, and the pending index and the ended-asks stream
-        where the server lets one script write them all (not on Cluster: other slots)."""
+        """The KEYS of a script call: the ask's, and the pending index, the ended-asks stream and
+        the created index where the server lets one script write them all (not on Cluster: other
+        slots)."""
         keys = self.keys.ask_keys(ask_id)
-        return keys if self._cluster else [*keys, self.keys.pending, self.keys.ended]
+        if self._cluster:
+            return keys
+        return [*keys, self.keys.pending, self.keys.ended, self.keys.created]
 
     async def _run(self, op: str, ask_id: str, *args: Any, now: float | None = None) -> list[Any]:
         return await self._call(self._keys(ask_id), self._argv(op, ask_id, args, now))
@@ -480,11 +483,14 @@ class RedisStore(Store):
         return await self._call([*keys, self.keys.due], argv, alone=alone)
 
     async def _unpend(self, record: AskRecord) -> None:
-        """On Cluster, drop an ask that just ended from the pending index (elsewhere its script
-        did)."""
+        """On Cluster, drop an ask that just ended from the pending and created indexes
+        (elsewhere its script did)."""
         if self._cluster and record.status is not AskStatus.PENDING:
             member = pending_member(record.destination.platform, record.id)
-            await self._r.zrem(self.keys.pending, member)
+            async with self._r.pipeline(transaction=False) as pipe:
+                pipe.zrem(self.keys.pending, member)
+                pipe.zrem(self.keys.created, record.id)
+                await pipe.execute()
 
     async def _to_feed(self, ask_id: str) -> bool:
         """Put a finished ask on the feed, then mark it sent; a crash between repeats the XADD
@@ -553,7 +559,8 @@ class RedisStore(Store):
             {
                 "destination": record.destination.model_dump(mode="json"),
                 "answerers": record.answerers,
-            }
+            },
+            separators=(",", ":"),  # kept in the audit trail for the retention: no padding
         )
         argv = self._argv(
             "create",
@@ -581,10 +588,13 @@ class RedisStore(Store):
         reply = await self._index_and_run(record.id, record.expires_at, argv)
         if reply[0] == "exists":
             raise DuplicateAsk(f"an ask with id {record.id!r} already exists")
-        if self._cluster and reply[1] == "pending":  # the script could not: another slot
-            async with self._r.pipeline(transaction=False) as pipe:  # one key: one node
+        if self._cluster and reply[1] == "pending":  # the script could not: other slots
+            ttl = _INDEX_TTL + int(self.retention)
+            async with self._r.pipeline(transaction=False) as pipe:
                 pipe.zadd(self.keys.pending, {member: 0})
-                pipe.expire(self.keys.pending, _INDEX_TTL + int(self.retention))
+                pipe.expire(self.keys.pending, ttl)
+                pipe.zadd(self.keys.created, {record.id: record.created_at})
+                pipe.expire(self.keys.created, ttl)
                 await pipe.execute()
 
     @_guarded("get")
@@ -616,8 +626,7 @@ class RedisStore(Store):
         only ``{status: pending}`` while it is pending -- the script sends no record, so a wave
         of posts does not read and parse a whole record each (the peak stays in RSS)."""
         await self._init()
-        detail = json.dumps({"message": message.model_dump(mode="json")})
-        args = (message.model_dump_json(), detail, "1" if brief else "0")
+        args = (*_posted(message), "1" if brief else "0")
         argv = self._argv("message", ask_id, args, None)
         # Indexed with the script (NX: an indexed ask keeps its score): an ask that ended, and
         # left the index, before its message was known must be shown -- by a sweep if need be.
@@ -850,43 +859,42 @@ class RedisStore(Store):
         created_after: float | None = None,
         created_before: float | None = None,
     ) -> PendingPage:
-        """Walks the ``due`` index from its highest score down (a pending ask is scored by its
-        ``expires_at``; an ended one waiting for a sweeper is skipped), one batch per round trip,
-        and parses a record only once its body passed the filters."""
+        """Walks the ``created`` index from the newest ask down, within the age bounds (score
+        bounds: no ask outside them is read), one batch per round trip, and parses a record only
+        once its body passed the channel filter."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
         await self._init()
-        start = 0
-        if cursor is not None:
-            score, last = parse_cursor(cursor)
-            rank = await self._r.zrevrank(self.keys.due, last)
-            # the cursor's ask left the index meanwhile: resume at its score
-            start = (
-                rank + 1
-                if rank is not None
-                else await self._r.zcount(self.keys.due, f"({score!r}", "+inf")
-            )
+        after = None if cursor is None else parse_cursor(cursor)
+        top = "+inf" if created_before is None else repr(float(created_before))
+        if after is not None and (created_before is None or after[0] < created_before):
+            top = repr(after[0])  # ties at the cursor's time are skipped below
+        bottom = "-inf" if created_after is None else repr(float(created_after))
         found: list[AskRecord] = []
+        offset = 0
         while True:
-            batch = await self._r.zrevrange(
-                self.keys.due, start, start + PIPELINE_CHUNK - 1, withscores=True
+            batch: list[tuple[str, float]] = await self._r.zrevrangebyscore(
+                self.keys.created, top, bottom, start=offset, num=PIPELINE_CHUNK, withscores=True
             )
+            offset += len(batch)
+            last = len(batch) < PIPELINE_CHUNK
+            if after is not None:
+                batch = [(ask_id, at) for ask_id, at in batch if (at, ask_id) < after]
             async with self._r.pipeline(transaction=False) as pipe:
                 for ask_id, _ in batch:
                     pipe.hgetall(self.keys.rec(ask_id))
                 raws = await pipe.execute()
-            for i, ((ask_id, score), raw) in enumerate(zip(batch, raws, strict=True)):
+            for i, ((ask_id, at), raw) in enumerate(zip(batch, raws, strict=True)):
                 if not raw or raw[Fields.STATUS] != "pending":
-                    continue
-                if not _body_matches(raw, channel, created_after, created_before):
+                    continue  # ended (on Cluster its ender may not have unindexed it yet)
+                if channel is not None and not _in_channel(raw, channel):
                     continue
                 found.append(codec.record(raw))
                 if len(found) == limit:
-                    end = i == len(batch) - 1 and len(batch) < PIPELINE_CHUNK
-                    return PendingPage(found, None if end else page_cursor(float(score), ask_id))
-            if len(batch) < PIPELINE_CHUNK:
+                    end = last and i == len(batch) - 1
+                    return PendingPage(found, None if end else page_cursor(at, ask_id))
+            if last:
                 return PendingPage(found, None)
-            start += len(batch)
 
     async def sweep_batches(
         self, now: float | None = None, *, size: int = SWEEP_BATCH
@@ -962,7 +970,7 @@ class RedisStore(Store):
         shown: list[Ended] = []
         later: dict[str, float] = {}
         unindex: list[str] = []
-        ended: list[str] = []  # members to drop from the pending index on Cluster
+        ended: list[tuple[str, str]] = []  # (platform, id) to drop from the indexes on Cluster
         untime: list[str] = []  # expired: no reminder or escalation is due any more
         # expired here, or its ender died before telling (verdict 'tell'): told in one go
         tell = [
@@ -980,7 +988,7 @@ class RedisStore(Store):
                 unindex.append(ask_id)
                 continue
             platform = str(reply[1])
-            ended.append(pending_member(platform, ask_id))
+            ended.append((platform, ask_id))
             if verdict == "done":
                 unindex.append(ask_id)
                 continue
@@ -997,7 +1005,8 @@ class RedisStore(Store):
                 later[ask_id] = now + self.render_interval
         async with self._r.pipeline(transaction=False) as pipe:
             if self._cluster and ended:
-                pipe.zrem(self.keys.pending, *ended)
+                pipe.zrem(self.keys.pending, *(pending_member(*each) for each in ended))
+                pipe.zrem(self.keys.created, *(ask_id for _, ask_id in ended))
             if untime:
                 pipe.zrem(self.keys.timers, *untime)
             if unindex:
@@ -1020,10 +1029,7 @@ class RedisStore(Store):
         await self._init()
         # a token per claim: redis-py's re-send of this very claim is granted again
         token = secrets.token_hex(8)
-        posted = ("", "{}")
-        if message is not None:
-            detail = json.dumps({"message": message.model_dump(mode="json")})
-            posted = (message.model_dump_json(), detail)
+        posted = ("", "{}") if message is None else _posted(message)
         unshown_arg = "1" if unshown else "0"
         argv = self._argv("claim", ask_id, (self.render_interval, token, *posted, unshown_arg), now)
         if message is None:
@@ -1281,23 +1287,17 @@ def _settled(raw: dict[str, str]) -> bool:
     )
 
 
-def _body_matches(
-    raw: dict[str, str],
-    channel: str | None,
-    created_after: float | None,
-    created_before: float | None,
-) -> bool:
-    """:func:`~bridge.store.base.page_matches` on the stored body, before any record is built."""
-    if channel is None and created_after is None and created_before is None:
-        return True
-    body = json.loads(raw[Fields.BODY])
-    where = body["destination"]
-    if channel is not None and channel not in (where.get("channel"), where.get("user")):
-        return False
-    created = float(body["created_at"])
-    if created_after is not None and created < created_after:
-        return False
-    return created_before is None or created <= created_before
+def _posted(message: MessageRef) -> tuple[str, str]:
+    """Where an ask was posted as the record's JSON, and as the ``posted`` event's detail."""
+    text = message.model_dump_json()
+    return text, f'{{"message":{text}}}'
+
+
+def _in_channel(raw: dict[str, str], channel: str) -> bool:
+    """Whether the stored body was posted to ``channel`` (a channel or DM user id), before any
+    record is built (:func:`~bridge.store.base.page_matches`)."""
+    where = json.loads(raw[Fields.BODY])["destination"]
+    return channel in (where.get("channel"), where.get("user"))
 
 
 def _events(lines: Sequence[str]) -> list[tuple[int, HistoryEvent]]:
