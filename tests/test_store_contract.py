@@ -33,6 +33,7 @@ from bridge.store.base import (
     StoreUnavailable,
     SubmitOutcome,
 )
+from bridge.store.keys import pending_member
 from bridge.store.redis import RedisStore
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
@@ -854,6 +855,40 @@ def raw_client(kind: str, url: str) -> Any:
     if kind == "cluster":
         return RedisCluster.from_url(url.replace("+cluster", ""), decode_responses=True)
     return Redis.from_url(url, decode_responses=True)
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_a_listing_shows_pending_asks_made_before_the_created_index(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A version before the created index wrote only the pending index: a listing indexes what
+    it made (while pending: an ask that ended is not listed again), newest first as ever."""
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"old{kind}{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        now = time.time()
+        recs = []
+        for i in range(4):
+            rec = new_record().model_copy(update={"created_at": now - 10 * i})
+            if i == 1:  # its free-form context names a created_at of its own
+                rec = rec.model_copy(update={"context": {"created_at": 1.5, "n": i}})
+            await store.create(rec)
+            recs.append(rec)
+        old = [recs[1], recs[2], recs[3]]
+        await raw.zrem(store.keys.created, *(r.id for r in old))  # as the old version left them
+        await store.submit(recs[3].id, ALICE, YES)  # ended before anyone listed it
+        await raw.zadd(store.keys.pending, {pending_member("memory", recs[3].id): 0})  # stale
+        page = await store.pending_page()
+        assert [r.id for r in page.asks] == [r.id for r in recs[:3]]
+        indexed = dict(await raw.zrange(store.keys.created, 0, -1, withscores=True))
+        assert indexed == {r.id: r.created_at for r in recs[:3]}
+        page = await store.pending_page(created_before=now - 5, limit=1)  # a score bound
+        assert [r.id for r in page.asks] == [recs[1].id]
+    finally:
+        await store.aclose()
+        await raw.aclose()
 
 
 @pytest.mark.parametrize("kind", ["redis", "cluster"])

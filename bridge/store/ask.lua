@@ -683,6 +683,26 @@ if op == 'message' then
     return {'ok'}
   end
   return {'ok', record()}
+elseif op == 'index_created' then
+  -- an ask a version before the created index made (it wrote only the pending index) joins
+  -- it, while pending; answers {status, its created_at} (on Cluster the caller indexes it).
+  -- The body's own created_at is its last '"created_at":' (a key the caller's free-form
+  -- context may hold too comes before it; no field after it holds one).
+  local body, at, from = stored_body(), nil, 1
+  repeat
+    local _, stop = string.find(body, '"created_at":', from, true)
+    if stop then
+      at, from = stop, stop + 1
+    end
+  until not stop
+  local created_at = at and string.match(body, '^[-0-9.eE+]+', at + 1)
+  if not created_at then
+    return {status, ''}
+  end
+  if status == 'pending' and created_index then
+    redis.call('ZADD', created_index, created_at, ask_id)
+  end
+  return {status, created_at}
 elseif op == 'event' then
   -- 7 kind, 8 user JSON, 9 detail
   event(ARGV[7], ARGV[8], ARGV[9])

@@ -57,8 +57,9 @@ writes them in its one atomic step, as each entry below says):
                      pending asks newest first, a page at a time
                      (:meth:`~bridge.store.base.Store.pending_page`; age filters are score
                      bounds, so no ask outside them is read). Written with ``pending``, in the
-                     same steps (on Cluster by the caller, with it); asks created before this
-                     index existed are not listed. TTL refreshed on every create.
+                     same steps (on Cluster by the caller, with it); pending asks a version
+                     before this index made join it when a listing finds the two indexes differ
+                     in size (op ``index_created``). TTL refreshed on every create.
 ``<prefix>:feed``    stream: answers (and ends) of deferred asks, one entry ``{"ask": <id>}`` each,
                      read through a consumer group; trimmed by age (retention). TTL refreshed.
 ``<prefix>:ended``   stream: every ask that left ``pending`` (answered, expired, cancelled), one

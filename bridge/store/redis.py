@@ -866,6 +866,8 @@ class RedisStore(Store):
             raise ValueError(f"limit must be at least 1, not {limit}")
         await self._init()
         after = None if cursor is None else parse_cursor(cursor)
+        if after is None:
+            await self._index_created()
         top = "+inf" if created_before is None else repr(float(created_before))
         if after is not None and (created_before is None or after[0] < created_before):
             top = repr(after[0])  # ties at the cursor's time are skipped below
@@ -895,6 +897,35 @@ class RedisStore(Store):
                     return PendingPage(found, None if end else page_cursor(at, ask_id))
             if last:
                 return PendingPage(found, None)
+
+    async def _index_created(self) -> None:
+        """Pending asks that a version before the ``created`` index made (it wrote only the
+        ``pending`` index) join it, so a listing shows them. Run by a listing's first page; reads
+        the two indexes' sizes only, unless they differ (during a rolling upgrade, or on Cluster
+        for an instant after an ask ended): then each member of ``pending`` that ``created``
+        lacks is indexed by a script step of its own ask, only while it is pending."""
+        async with self._r.pipeline(transaction=False) as pipe:
+            pipe.zcard(self.keys.pending)
+            pipe.zcard(self.keys.created)
+            pending, created = await pipe.execute()
+        if created >= pending:
+            return
+        for start in range(0, pending, PIPELINE_CHUNK):
+            members = await self._r.zrange(self.keys.pending, start, start + PIPELINE_CHUNK - 1)
+            ids = [str(member).partition("\0")[2] for member in members]
+            if not ids:
+                return
+            scores = await self._r.zmscore(self.keys.created, ids)
+            missing = [ask_id for ask_id, at in zip(ids, scores, strict=True) if at is None]
+            replies = await self._run_many("index_created", missing, ())
+            if self._cluster:  # the script could not: another slot
+                found = {
+                    ask_id: float(reply[1])
+                    for ask_id, reply in zip(missing, replies, strict=True)
+                    if reply[0] == "pending" and reply[1]
+                }
+                if found:
+                    await self._r.zadd(self.keys.created, found)
 
     async def sweep_batches(
         self, now: float | None = None, *, size: int = SWEEP_BATCH
