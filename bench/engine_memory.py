@@ -2,8 +2,8 @@
 
 Run: ``.venv/bin/python bench/engine_memory.py [N]`` (default 1,000 asks per row). Each row creates
 N 4-question asks, records where they were posted and sums ``MEMORY USAGE`` over every key of each
-ask plus its share of the ``due``, ``pending`` and ``created`` indexes (pending); then answers each while a call
-waits for it, the call takes and confirms it (its result echoed the questions whole; the confirm
+ask plus its share of the ``due``, ``pending`` and ``created`` indexes (pending); then answers each
+while a call waits for it, the call takes and confirms it (its result echoed the questions whole; the confirm
 drops the descriptions), shows its final state, and measures again (ended, as kept for the
 retention). Baseline in the same run: the same ended asks with their bodies put back whole (option
 descriptions included), which is what the version before ended asks dropped their descriptions
