@@ -3,12 +3,12 @@
 Run: ``.venv/bin/python bench/engine_memory.py [N]`` (default 1,000 asks per row). Each row creates
 N 4-question asks, records where they were posted and sums ``MEMORY USAGE`` over every key of each
 ask plus its share of the ``due``, ``pending`` and ``created`` indexes (pending); then answers each
-while a call waits for it, the call takes and confirms it (its result echoed the questions whole; the confirm
-drops the descriptions), shows its final state, and measures again (ended, as kept for the
-retention). Baseline in the same run: the same ended asks with their bodies put back whole (option
-descriptions included), which is what the version before ended asks dropped their descriptions
-kept (its settling step was otherwise the same), and what an ask fed to a host that never
-acknowledges the delivery keeps.
+while a call waits for it, the call takes and confirms it (its result echoed the questions whole;
+the confirm drops the descriptions), shows its final state, and measures again (ended, as kept for
+the retention). Baseline in the same run: the same ended asks with their bodies put back whole
+(option descriptions included), which is what the version before ended asks dropped their
+descriptions kept (its settling step was otherwise the same), and what an ask fed to a host that
+never acknowledges the delivery keeps.
 
 Rows: realistic texts (a sentence per question, a short description per option); every text at the
 contract's maximum length in ASCII; the same in a 3-byte UTF-8 character (``\u20ac``), at the
