@@ -123,6 +123,43 @@ async def test_a_stalled_server_is_a_timeout_and_the_connection_is_made_anew(
         await pauser.aclose()
 
 
+async def test_a_process_too_busy_to_read_in_time_gets_its_replies_or_a_timeout(
+    standalone: Any,
+) -> None:
+    """Other tasks hold the event loop longer than the socket timeout (a process saturated by
+    its own calls): each batch returns its own replies, or is a timeout the retry can act on --
+    never a RuntimeError from a deadline that fired while the batch was being written."""
+    client = _client(standalone.url, timeout=0.1, retries=2)
+    stop = asyncio.Event()
+
+    async def hog() -> None:
+        while not stop.is_set():
+            time.sleep(0.05)  # noqa: ASYNC251 (the point: the loop is held)
+            await asyncio.sleep(0)
+
+    hogs = [asyncio.create_task(hog()) for _ in range(4)]
+    outcomes: list[str] = []
+    try:
+        for batch in range(4):
+            commands = [("SET", f"sb:busy{i}", f"{batch}" * 3000) for i in range(200)]
+            try:
+                replies = await send_together(client, commands)
+                outcomes.append("ok" if replies == ["OK"] * 200 else f"wrong: {replies[:3]}")
+            except RedisTimeoutError:
+                outcomes.append("timeout")
+            except Exception as exc:
+                outcomes.append(f"{type(exc).__name__}: {exc}")
+        assert set(outcomes) <= {"ok", "timeout"}, outcomes
+    finally:
+        stop.set()
+        await asyncio.gather(*hogs)
+    try:  # the connection was never left half-read
+        assert await send_together(client, [("GET", "sb:busy0"), ("PING",)]) == ["3" * 3000, "PONG"]
+    finally:
+        await client.delete(*(f"sb:busy{i}" for i in range(200)))
+        await client.aclose()
+
+
 async def test_a_dropped_connection_is_retried_with_the_whole_batch(standalone: Any) -> None:
     client = _client(standalone.url, timeout=2.0, retries=1)
     killer = _client(standalone.url, timeout=None)

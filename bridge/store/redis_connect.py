@@ -285,19 +285,25 @@ async def _exchange(conn: AbstractConnection, commands: list[tuple[Any, ...]]) -
     """One batch over ``conn``. No reply is waited for longer than the connection's socket
     timeout: the batch's one deadline is pushed back to a full timeout from now whenever less
     than half of one is left, so a stalled server is noticed after half to all of it, at the
-    cost of a clock read per reply rather than a timer per reply."""
+    cost of a clock read per reply rather than a timer per reply.
+
+    The write is made before the deadline starts, under redis-py's own write timeout: that one
+    is an ``asyncio.wait_for``, which on Python 3.11 loses a cancellation arriving as the write
+    completes -- the deadline's own, on a process too busy to come back to the write in time,
+    which then read on with its deadline spent."""
     loop = asyncio.get_running_loop()
     limit = conn.socket_timeout
+    await conn.send_packed_command(conn.pack_commands(commands))
     try:
         async with asyncio.timeout_at(None if limit is None else loop.time() + limit) as window:
-            await conn.send_packed_command(conn.pack_commands(commands))
             replies: list[Any] = []
             for _ in commands:
                 try:
                     replies.append(await conn.read_response(timeout=math.inf))
                 except ResponseError as exc:
                     replies.append(exc)
-                if limit is not None:
+                # expired (the loop came back late): the task is cancelled at its next await
+                if limit is not None and not window.expired():
                     now = loop.time()
                     if cast(float, window.when()) - now < limit / 2:
                         window.reschedule(now + limit)
