@@ -1,18 +1,21 @@
 """Concurrent waiting ``ask_user`` calls in one fresh process: RSS per call, Redis connections,
 and that every call returns its own answer.
 
-Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4] [--texts
-realistic,repeated] [--burst]`` (default 10,000, both kinds of text). For each N, for 1 and 4
-questions per ask, and for each kind of text, a fresh child process imports the bridge,
-opens a ``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the
-scripts are in place), then starts N tool calls (:data:`WAVE` at a time, or all at once with
-``--burst``) through ``AskUserTool.ainvoke`` with the model's arguments as decoded JSON -- exactly
-what a framework hands over, and held by the bench as a framework holds them -- each validated,
-created, posted (a poster that shows nothing) and waiting. RSS is read once every call is
-waiting *and* the server has run no command for a second (INFO commandstats), so every call's
-status check has run, after a collection.
-Connections are counted with CLIENT LIST while every call waits. Then a second store answers each
-ask, and each call must return its own answer.
+Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4] [--texts realistic,repeated]
+[--burst] [--elsewhere]`` (default 10,000, both kinds of text). For each N, for 1 and 4 questions
+per ask, and for each kind of text, a fresh child process imports the bridge, opens a
+``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the scripts are
+in place), then starts N tool calls (:data:`WAVE` at a time, or all at once with ``--burst``)
+through ``AskUserTool.ainvoke`` with the model's arguments as decoded JSON -- exactly what a
+framework hands over, and held by the bench as a framework holds them -- each validated, created,
+posted (a poster that shows nothing) and waiting. RSS is read once every call is waiting *and* the
+server has run no command for a second (INFO commandstats), so every call's status check has run,
+after a collection. Connections are counted with CLIENT LIST while every call waits. Then a second
+store answers each ask (500 in flight), and each call must return its own answer: in the same
+process, or with ``--elsewhere`` in another one, as a ``serve`` replica's clicks would, so the
+waiting process only receives -- the wake-ups (an answer's carries its record) can then come faster
+than it reads them, and the server drops a subscriber that overruns its output buffer limit (``INFO
+stats`` counts those; the store subscribes anew and re-reads its waiting asks).
 
 The texts: ``realistic`` (reported first) is distinct prose per call, as real asks are
 (:func:`engine_common.prose_questions`: about 2.9 KB of JSON for four questions, every question
@@ -32,13 +35,14 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable
 
 from engine_common import NullPoster, four_questions, prose_questions, rss, server_url
 from redis.asyncio import Redis
 
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.models import Answer
-from bridge.record import Destination, Responder
+from bridge.record import AskRecord, Destination, Responder
 from bridge.result import ToolOutcome
 from bridge.store.redis import RedisStore
 from bridge.tool import AskUserTool
@@ -90,7 +94,7 @@ async def floor(n: int) -> None:
     await asyncio.gather(*parked)
 
 
-async def child(url: str, n: int, n_questions: int, wave: int, texts: str) -> None:
+async def child(url: str, n: int, n_questions: int, wave: int, texts: str, elsewhere: bool) -> None:
     prefix = f"waits{n_questions}x{n}{texts}"
     store = RedisStore.from_url(url, prefix=prefix)
     poster = NullPoster()
@@ -131,35 +135,38 @@ async def child(url: str, n: int, n_questions: int, wave: int, texts: str) -> No
     during = rss()
     clients = await raw.client_list()
     conns = len(clients) - 1  # minus the counting connection
-    answering = RedisStore.from_url(url, prefix=prefix)
-
-    # answer each ask with an answer naming it; each call must return its own
-    ids = [r for r in await store.list_pending()]
+    asks = await store.list_pending()
+    mine = {r.id: r.questions.questions[0].question for r in asks}
+    dropped = await buffer_drops(raw)
     t1 = time.perf_counter()
-    for start in range(0, len(ids), 500):
-        await asyncio.gather(
-            *(
-                answering.submit(
-                    r.id,
-                    Responder(user_id="U1"),
-                    [
-                        Answer(question=q.question, selected=(q.options[1].label,), other_text=r.id)
-                        for q in r.questions.questions
-                    ],
-                )
-                for r in ids[start : start + 500]
-            )
+    answering: Awaitable[object]
+    if elsewhere:  # as a serve replica's clicks would: the waiting process only receives
+        answerer = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--answer", url, prefix
         )
-    outcomes = await asyncio.gather(*calls)
-    answered = time.perf_counter() - t1
-    mine = {r.id: r.questions.questions[0].question for r in ids}
+        answering = answerer.wait()
+    else:
+        answering = asyncio.create_task(answer_all(url, prefix, asks))
+    del asks
+    # each result checked as it comes and then dropped, as a framework hands it on to its model
+    waiting = set(calls)
+    calls.clear()
+    returned: asyncio.Queue[asyncio.Task[ToolOutcome]] = asyncio.Queue()
+    for call in waiting:
+        call.add_done_callback(returned.put_nowait)
     ok = deferred = 0
-    for out in outcomes:
+    while waiting:
+        call = await returned.get()
+        waiting.discard(call)
+        out = call.result()
         if out.answers is None:  # the answer went to the feed: the call's lease had lapsed
             deferred += 1
             continue
         first = out.answers[0]
         ok += mine.get(first.other_text or "") == first.question
+    answered = time.perf_counter() - t1
+    await answering
+    dropped = await buffer_drops(raw) - dropped
     print(
         json.dumps(
             {
@@ -173,18 +180,50 @@ async def child(url: str, n: int, n_questions: int, wave: int, texts: str) -> No
                 "deferred": deferred,
                 "ready_s": ready,
                 "answer_all_s": answered,
+                "buffer_drops": dropped,
+                "resubscriptions": store.resubscriptions - 1,  # the first is no drop
             }
         )
     )
     await raw.aclose()
-    await answering.aclose()
     await store.aclose()
+
+
+async def answer_all(url: str, prefix: str, asks: list[AskRecord] | None = None) -> None:
+    """Answer each pending ask (500 in flight) with an answer naming it, so each call can be
+    checked to return its own."""
+    answering = RedisStore.from_url(url, prefix=prefix)
+    asks = await answering.list_pending() if asks is None else asks
+    for start in range(0, len(asks), 500):
+        await asyncio.gather(
+            *(
+                answering.submit(
+                    r.id,
+                    Responder(user_id="U1"),
+                    [
+                        Answer(question=q.question, selected=(q.options[1].label,), other_text=r.id)
+                        for q in r.questions.questions
+                    ],
+                )
+                for r in asks[start : start + 500]
+            )
+        )
+    await answering.aclose()
+
+
+async def buffer_drops(raw: Redis) -> int:
+    """Subscribers the server has disconnected for overrunning their output buffer limit."""
+    stats = await raw.info("stats")
+    return int(stats.get("client_output_buffer_limit_disconnections", 0))
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        url, n, n_questions, wave, texts = sys.argv[2:7]
-        asyncio.run(child(url, int(n), int(n_questions), int(wave), texts))
+        url, n, n_questions, wave, texts, elsewhere = sys.argv[2:8]
+        asyncio.run(child(url, int(n), int(n_questions), int(wave), texts, elsewhere == "1"))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--answer":
+        asyncio.run(answer_all(sys.argv[2], sys.argv[3]))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--floor":
         asyncio.run(floor(int(sys.argv[2])))
@@ -202,6 +241,9 @@ def main() -> None:
         del args[at : at + 2]
         if not set(kinds) <= set(TEXTS):
             sys.exit(f"--texts: one or more of {', '.join(TEXTS)}")
+    elsewhere = "--elsewhere" in args
+    if elsewhere:
+        args.remove("--elsewhere")
     wave = WAVE
     if "--burst" in args:
         args.remove("--burst")
@@ -218,13 +260,14 @@ def main() -> None:
             bare = json.loads(out.strip().splitlines()[-1])["floor_per_task"]
             for q in shapes:
                 for texts in kinds:
-                    run(url, n, q, wave, texts, bare)
+                    run(url, n, q, wave, texts, bare, elsewhere)
 
 
-def run(url: str, n: int, q: int, wave: int, texts: str, bare: float) -> None:
+def run(url: str, n: int, q: int, wave: int, texts: str, bare: float, elsewhere: bool) -> None:
     """One child process: ``n`` calls of ``q`` questions with ``texts``; print its figures."""
+    where = "1" if elsewhere else "0"
     done = subprocess.run(
-        [sys.executable, __file__, "--child", url, str(n), str(q), str(wave or n), texts],
+        [sys.executable, __file__, "--child", url, str(n), str(q), str(wave or n), texts, where],
         capture_output=True,
         text=True,
         check=False,
@@ -238,8 +281,11 @@ def run(url: str, n: int, q: int, wave: int, texts: str, bare: float) -> None:
         f"process, started {started}: {r['rss_per_call'] / 1024:.1f} KB RSS per call (floor: a "
         f"bare parked task in a fresh process {bare / 1024:.2f} KB); {r['connections']} Redis "
         f"connections; {r['ok']:,}/{r['n']:,} returned their own answer, {r['deferred']:,} "
-        f"deferred to the feed (all waiting after {r['ready_s']:.1f} s, all answered in "
-        f"{r['answer_all_s']:.1f} s); target <= 8 KB (4 questions), <= 4 connections"
+        f"deferred to the feed (all waiting after {r['ready_s']:.1f} s, all answered "
+        f"{'by another process' if elsewhere else 'by this one'} and returned in "
+        f"{r['answer_all_s']:.1f} s; the wake-up subscription dropped by the server for "
+        f"overrunning its output buffer {r['buffer_drops']} time(s), made anew "
+        f"{r['resubscriptions']} time(s)); target <= 8 KB (4 questions), <= 4 connections"
     )
 
 
