@@ -469,7 +469,7 @@ class RedisStore(Store):
         alone: bool = False,
     ) -> list[Any]:
         """ZADD to ``due``, then the script: one script call that writes both where the server
-        allows it (the index as the 8th key), two round trips on Cluster (another slot)."""
+        allows it (the index as the 9th key), two round trips on Cluster (another slot)."""
         keys = self._keys(ask_id)
         ttl = _INDEX_TTL + int(self.retention)
         if self._cluster:
