@@ -219,8 +219,8 @@ async def buffer_drops(raw: Redis) -> int:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        url, n, n_questions, wave, texts, elsewhere = sys.argv[2:8]
-        asyncio.run(child(url, int(n), int(n_questions), int(wave), texts, elsewhere == "1"))
+        url, n, n_questions, wave, texts, where = sys.argv[2:8]
+        asyncio.run(child(url, int(n), int(n_questions), int(wave), texts, where == "1"))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--answer":
         asyncio.run(answer_all(sys.argv[2], sys.argv[3]))
