@@ -16,7 +16,9 @@ or :class:`AskUserDeferred`. A handler that keeps the questions itself may also 
 ``ask_outcome`` (:class:`ReadsBack`), which the tool then calls instead, holding no copy of the
 question set while it waits. Sync handlers called from async code run in a
 daemon worker thread: a handler waiting for a person never blocks the event loop, and Ctrl-C or
-cancellation never waits for it.
+cancellation never waits for it. Async handlers called from sync code (``tool(questions)``,
+``invoke``) run on the one loop every synchronous call shares (:mod:`bridge.loops`), from any
+thread, so what a handler's store keeps running between calls keeps running.
 
 Everything the model should read as an error -- a malformed call, a handler that raised or
 answered wrongly, no handler at all -- is :class:`ToolRejected`; ``KeyboardInterrupt`` and task
@@ -36,6 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
+from bridge import loops
 from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.models import (
@@ -433,14 +436,16 @@ class AskUserTool:
 
     def _invoke_here(self, questions: object) -> ToolOutcome:
         """The sync path, in a thread without a running loop: a sync handler runs right here (so
-        a terminal prompt gets Ctrl-C directly); an awaitable result gets its own loop."""
+        a terminal prompt gets Ctrl-C directly); an async handler's work runs on the loop every
+        synchronous call shares (:func:`bridge.loops.run`), where a store's subscription and
+        leases outlive the call: the next synchronous call hears its answer too."""
         qs = validate_questions(questions)
         callback = self._handler()
         context = self._context_for_ask()
         reads_back = getattr(callback, "ask_outcome", None)
         if reads_back is not None and _is_async_callable(reads_back):
             try:
-                outcome = asyncio.run(_settle(reads_back(list(qs.questions), context)))
+                outcome = loops.run(_settle(reads_back(list(qs.questions), context)))
             except ToolRejected:
                 raise
             except Exception as exc:
@@ -449,7 +454,7 @@ class AskUserTool:
         try:
             returned = callback(list(qs.questions), context)
             if inspect.isawaitable(returned):
-                returned = asyncio.run(_settle(returned))
+                returned = loops.run(_settle(returned))
         except ToolRejected:
             raise
         except Exception as exc:

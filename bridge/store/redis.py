@@ -76,6 +76,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from bridge import metrics
 from bridge.aio import stop
 from bridge.followups import next_step
+from bridge.loops import PerLoop
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.store import redis_codec as codec
@@ -122,6 +123,7 @@ from bridge.store.redis_connect import (
     connect,
     send_together,
 )
+from bridge.store.redis_link import Link
 from bridge.store.redis_shards import ShardChannels
 from bridge.store.redis_wakeups import Wakeups
 
@@ -218,6 +220,7 @@ class RedisStore(Store):
         client: Any,
         subscriber: Any | None = None,
         *,
+        opener: Callable[[], tuple[Any, Any]] | None = None,
         prefix: str = DEFAULT_PREFIX,
         retention: float = DEFAULT_RETENTION,
         lease_ttl: float = DEFAULT_LEASE_TTL,
@@ -230,8 +233,6 @@ class RedisStore(Store):
     ) -> None:
         if noise_cap < 1:
             raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
-        self._r = client
-        self._sub = subscriber if subscriber is not None else client
         self.keys = Keys(prefix)
         self.retention = retention
         self.lease_ttl = lease_ttl
@@ -243,21 +244,17 @@ class RedisStore(Store):
         self.ended_idle = ended_idle
         self._epoch: str | None = None
         self._lost_data = False
-        self._script = client.register_script(_SCRIPT)
-        self._wakeups = Wakeups(
-            client,
-            self._sub,
-            self.keys,
-            lease_ttl,
-            channel=self.keys.waker(secrets.token_hex(8)),
-            watch=self._watch,
-            observe=self._observe,
-        )
-        self._pipelined = Pipelined(self._send_scripts)
         self._cluster = isinstance(client, RedisCluster)
-        self._ready = not self._cluster
-        self._starting: asyncio.Task[None] | None = None
-        self._follower: asyncio.Task[None] | None = None
+        self._given: tuple[Any, Any] | None = (
+            client,
+            subscriber if subscriber is not None else client,
+        )
+        """The clients passed in, for the first loop to use them (and the next, once that
+        loop's link closed); other loops at the same time need ``opener``."""
+        self._given_to: Link | None = None
+        self._opener = opener
+        self._links: PerLoop[Link] = PerLoop(self._link, self._unlink)
+        """Connections and background work per event loop (:mod:`bridge.loops`)."""
 
     @classmethod
     def from_url(
@@ -265,8 +262,67 @@ class RedisStore(Store):
     ) -> RedisStore:
         """A store for a ``redis://``, ``rediss://``, ``unix://``, ``redis+cluster://`` or
         ``redis+sentinel://`` URL (see :func:`bridge.store.redis_connect.connect`)."""
-        client, subscriber = connect(url, max_connections=max_connections)
-        return cls(client, subscriber, **options)
+        opener = functools.partial(connect, url, max_connections=max_connections)
+        client, subscriber = opener()
+        return cls(client, subscriber, opener=opener, **options)
+
+    # -- per event loop -------------------------------------------------------------------------
+
+    def _link(self) -> Link:
+        """A new loop uses this store: its own clients (the ones passed in if no other live
+        loop holds them, else fresh ones from ``opener``), subscription and batcher."""
+        if self._given is not None and self._given_to is None:
+            client, subscriber = self._given
+        elif self._opener is not None:
+            client, subscriber = self._opener()
+        else:
+            raise RuntimeError(
+                "this RedisStore was made from client objects, which serve one event loop at a "
+                "time, and another loop is using it: make it with RedisStore.from_url(url) to "
+                "use it from several loops at once (synchronous ask_user calls run on a loop of "
+                "their own)"
+            )
+        wakeups = Wakeups(
+            client,
+            subscriber,
+            self.keys,
+            self.lease_ttl,
+            channel=self.keys.waker(secrets.token_hex(8)),
+            watch=self._watch,
+            observe=self._observe,
+        )
+        link = Link(
+            client=client,
+            subscriber=subscriber,
+            script=client.register_script(_SCRIPT),
+            wakeups=wakeups,
+            pipelined=Pipelined(self._send_scripts),
+            ready=not self._cluster,
+        )
+        if self._given is not None and client is self._given[0]:
+            self._given_to = link
+        return link
+
+    async def _unlink(self, link: Link) -> None:
+        await link.aclose()
+        if link is self._given_to:
+            self._given_to = None
+
+    @property
+    def _r(self) -> Any:
+        return self._links.get().client
+
+    @property
+    def _sub(self) -> Any:
+        return self._links.get().subscriber
+
+    @property
+    def _script(self) -> Any:
+        return self._links.get().script
+
+    @property
+    def _wakeups(self) -> Wakeups:
+        return self._links.get().wakeups
 
     @property
     def lost_data(self) -> bool:
@@ -276,7 +332,11 @@ class RedisStore(Store):
     def resubscriptions(self) -> int:
         """How often the wake-up subscription was (re)established: 1 after the first, +1 after
         each reconnect or master switch."""
-        return self._wakeups.resubscriptions
+        try:
+            link: Link | None = self._links.get()
+        except RuntimeError:  # read outside any loop: the loop that used the store last
+            link = self._links.latest()
+        return 0 if link is None else link.wakeups.resubscriptions
 
     @_guarded("listening")
     async def listening(self) -> None:
@@ -292,28 +352,29 @@ class RedisStore(Store):
         """Follow Sentinel's master switches from the first use on; learn the Cluster's slots
         once, before any concurrent use (redis-py's lazy first initialisation breaks under many
         concurrent first commands)."""
-        if self._follower is None and isinstance(self._sub, SentinelSubscriber):
-            self._follower = asyncio.create_task(
-                self._sub.follow(self._wakeups.resubscribe), name="ask-bridge master switches"
+        link = self._links.get()
+        if link.follower is None and isinstance(link.subscriber, SentinelSubscriber):
+            link.follower = asyncio.create_task(
+                link.subscriber.follow(link.wakeups.resubscribe), name="ask-bridge master switches"
             )
-        if self._ready and self._epoch is not None:
+        if link.ready and self._epoch is not None:
             return
         # One attempt at a time, shared by every operation that arrives meanwhile: with Redis
         # down, N concurrent first operations then fail together after one attempt's retries
         # (about 8 s), not one after another (N times that). An operation arriving after an
         # attempt failed starts a new one. Shielded: a cancelled caller leaves it to the others.
-        if self._starting is None or self._starting.done():
-            self._starting = asyncio.create_task(self._start(), name="ask-bridge store start")
-            self._starting.add_done_callback(_retrieved)
-        await asyncio.shield(self._starting)
+        if link.starting is None or link.starting.done():
+            link.starting = asyncio.create_task(self._start(link), name="ask-bridge store start")
+            link.starting.add_done_callback(_retrieved)
+        await asyncio.shield(link.starting)
 
-    async def _start(self) -> None:
-        if not self._ready:
-            await self._r.initialize()
-            if isinstance(self._sub, ClusterSubscriber) and await self._sharded_pubsub():
+    async def _start(self, link: Link) -> None:
+        if not link.ready:
+            await link.client.initialize()
+            if isinstance(link.subscriber, ClusterSubscriber) and await self._sharded_pubsub():
                 await ShardChannels.prepare()
-                self._wakeups.use_shards(self._r, self._sub.node)
-            self._ready = True
+                link.wakeups.use_shards(link.client, link.subscriber.node)
+            link.ready = True
         if self._epoch is None:
             self._epoch = await self._adopt_epoch()
 
@@ -389,7 +450,7 @@ class RedisStore(Store):
             if isinstance(reply, Exception):
                 raise reply
         else:
-            reply = await self._pipelined.call(keys, argv)
+            reply = await self._links.get().pipelined.call(keys, argv)
         return reply
 
     async def _send_scripts(self, calls: list[Call]) -> list[Any]:
@@ -1282,17 +1343,9 @@ class RedisStore(Store):
             await self._r.xclaim(self.keys.ended, ENDED_GROUP, consumer, 0, chunk, justid=True)
 
     async def aclose(self) -> None:
-        """Stop the background tasks, then close every connection."""
-        if self._starting is not None and not self._starting.done():
-            await stop(self._starting)
-        if self._follower is not None:
-            await stop(self._follower)  # not a bare cancel: see bridge.aio
-            self._follower = None
-        await self._wakeups.aclose()
-        await self._pipelined.aclose()
-        if self._sub is not self._r:
-            await self._sub.aclose()
-        await self._r.aclose()
+        """Stop the background tasks, then close every connection: this loop's now, those of
+        any other loop using the store on that loop (:class:`~bridge.loops.PerLoop`)."""
+        await self._links.aclose()
 
 
 def _retrieved(attempt: asyncio.Future[None]) -> None:

@@ -29,19 +29,16 @@ Send = Callable[[list[Call]], Awaitable[list[Any]]]
 
 
 class Pipelined:
-    """The queue and sender of one store."""
+    """The queue and sender of one store on one event loop."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
         self._queue: list[tuple[list[str], list[Any], asyncio.Future[Any]]] = []
         self._sender: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def call(self, keys: list[str], argv: list[Any]) -> Any:
         """Run the script over ``keys`` with ``argv`` in the next batch; its reply or error."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a store used from another loop: start afresh there
-            self._loop, self._queue, self._sender = loop, [], None
+        loop = asyncio.get_running_loop()  # one loop's: a store keeps one per loop (.redis_link)
         fut: asyncio.Future[Any] = loop.create_future()
         self._queue.append((keys, argv, fut))
         if self._sender is None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -24,6 +23,7 @@ from discord.gateway import DiscordWebSocket
 
 from bridge import metrics
 from bridge.backoff import StateLog, within
+from bridge.loops import PerLoop
 from bridge.platform import PlatformUnavailable
 from platforms.discord.settings import DiscordSettings
 
@@ -110,45 +110,40 @@ async def check_login(rest: RestClient, api_url: str, *, seconds: float = REACH_
 
 
 class RestClient:
-    """A logged-in client used only over REST, made on first use in the running event loop.
-
-    Its HTTP session is closed by :meth:`aclose`, or else when the event loop that made it shuts
-    down (``asyncio.run`` finalises async generators: a suspended one here closes the client), so a
-    short-lived ``ask`` leaves no unclosed session behind."""
+    """A logged-in client used only over REST, one per event loop that uses it
+    (:class:`~bridge.loops.PerLoop`): made on first use there, closed by :meth:`aclose` or when
+    that loop shuts down, so a short-lived ``ask`` leaves no unclosed session behind, and a
+    synchronous agent (on the bridge's loop) and ``serving()`` (on its own) never share one."""
 
     def __init__(self, settings: DiscordSettings) -> None:
         self.settings = settings
-        self._client: discord.Client | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
-        self._closer: AsyncIterator[None] | None = None
+        self._per_loop: PerLoop[_Login] = PerLoop(_Login, _Login.aclose)
 
     async def get(self) -> discord.Client:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            self._client, self._loop, self._lock = None, loop, asyncio.Lock()
-        assert self._lock is not None
-        async with self._lock:
-            if self._client is None:
+        login_here = self._per_loop.get()
+        async with login_here.lock:
+            if login_here.client is None:
                 token = self.settings.bot_token()
                 apply_urls(self.settings)
                 client = discord.Client(
                     intents=intents(), max_messages=None, http_trace=rate_limit_trace()
                 )
                 await login(client, token)
-                self._closer = _close_at_loop_end(client)
-                await anext(self._closer)
-                self._client = client
-            return self._client
+                login_here.client = client
+            return login_here.client
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
+        await self._per_loop.aclose()
+
+
+class _Login:
+    """One loop's logged-in client (``None`` until the first call there logs in)."""
+
+    def __init__(self) -> None:
+        self.client: discord.Client | None = None
+        self.lock = asyncio.Lock()
+
+    async def aclose(self) -> None:
+        client, self.client = self.client, None
         if client is not None:
             await client.close()
-
-
-async def _close_at_loop_end(client: discord.Client) -> AsyncIterator[None]:
-    try:
-        yield
-    finally:
-        await client.close()

@@ -40,6 +40,7 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import metrics
+from bridge.loops import Flag
 from bridge.platform import PlatformUnavailable
 
 NOT_IDEMPOTENT = ("chat.postMessage", "chat.postEphemeral")
@@ -82,9 +83,25 @@ class WatchedClient(AsyncWebClient):
     docstring); :meth:`refused` waits for it."""
 
     def __init__(self, **kwargs: Any) -> None:
+        self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
         super().__init__(**kwargs)
         self._refusal: PlatformUnavailable | None = None
-        self._refused = asyncio.Event()
+        self._refused = Flag()  # raised by a call on any loop, awaited by serving()'s
+
+    @property  # type: ignore[override]
+    def session(self) -> aiohttp.ClientSession | None:
+        """The HTTP session :meth:`kept_session` holds on the running loop, if any. A session
+        belongs to the loop that opened it: a call from another loop -- a synchronous agent's,
+        beside ``serving()`` -- makes its own, as slack_sdk does with no session."""
+        try:
+            return self._sessions.get(asyncio.get_running_loop())
+        except RuntimeError:
+            return None
+
+    @session.setter
+    def session(self, value: aiohttp.ClientSession | None) -> None:
+        if value is not None:  # slack_sdk's constructor sets None; sessions come per loop
+            raise ValueError("a WatchedClient keeps its sessions per event loop: kept_session()")
 
     async def api_call(self, api_method: str, **kwargs: Any) -> Any:  # type: ignore[override]
         try:
@@ -106,20 +123,22 @@ class WatchedClient(AsyncWebClient):
     async def kept_session(self) -> AsyncIterator[None]:
         """Every call made in this context, on this event loop, shares one HTTP session (its
         connections kept alive between calls), closed when the context ends. Where a session is
-        open already, it is the one used, and left open."""
-        if self.session is not None and not self.session.closed:
+        open already on this loop, it is the one used, and left open."""
+        loop = asyncio.get_running_loop()
+        kept = self._sessions.get(loop)
+        if kept is not None and not kept.closed:
             yield
             return
         session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=self.timeout),
             trust_env=self.trust_env_in_session,
         )
-        self.session = session
+        self._sessions[loop] = session
         try:
             yield
         finally:
-            if self.session is session:
-                self.session = None
+            if self._sessions.get(loop) is session:
+                del self._sessions[loop]
             await session.close()
 
     async def refused(self) -> PlatformUnavailable:
