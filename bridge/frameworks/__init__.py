@@ -21,11 +21,15 @@ imports no framework -- import the module you need:
 
 Every adapter takes an optional :class:`~bridge.tool.AskUserTool` (default
 :data:`~bridge.tool.tool_ask_user`), so per-agent tools from :func:`~bridge.tools_interactive`
-keep their own handlers. The three outcomes map the same way everywhere: answers become the tool
-result; a :class:`~bridge.errors.ToolRejected` becomes an error result the model reads and can fix;
-a deferral ends the model's turn (or pauses the run, where the framework has its own way to pause
-and resume), with ``AskUserDeferred.extra`` (the ask id) kept out of the model's sight in the
-framework's own metadata slot.
+keep their own handlers. The outcomes map the same way everywhere (``docs/outcomes.md`` tables
+them, adapter by adapter): answers become the tool result; a call to fix
+(:class:`~bridge.errors.InvalidQuestions`) becomes an error result the model reads and can fix --
+a retry, where the framework has one; any other :class:`~bridge.errors.ToolRejected` (nobody
+answered, the ask expired or was cancelled, a refused post, an unreachable store, a failed
+handler) a failed result the model adapts to, never a retry; a deferral ends the model's turn (or
+pauses the run, where the framework has its own way to pause and resume), with
+``AskUserDeferred.extra`` (the ask id) kept out of the model's sight in the framework's own
+metadata slot.
 
 Importing an adapter whose framework is not installed raises ``ModuleNotFoundError`` whose message
 is the one line to run, e.g. ``pip install 'ask-bridge[chatlas]'`` (:class:`_NamesTheExtra`).

@@ -1,11 +1,18 @@
 """ask_user as a chatlas tool (extra ``chatlas``).
 
-``chat.register_tool(ask_user_tool())`` (or ``chat.set_tools([...])``). The three outcomes in
-chatlas's idiom:
+``chat.register_tool(ask_user_tool())`` (or ``chat.set_tools([...])``). The outcomes in
+chatlas's idiom (each adapter's are tabled in ``docs/outcomes.md``):
 
 - answers: the tool returns the answers JSON, which the model reads;
-- a call to fix (or no answer to be had): the tool raises ``chatlas.ToolRejectError`` with the
-  model-facing message, which chatlas sends back as the tool's error result;
+- a call to fix (:class:`~bridge.errors.InvalidQuestions`): the tool raises
+  ``chatlas.ToolRejectError`` with the model-facing message -- the call is refused, not run --
+  which chatlas sends back as the tool's error result ("Tool call rejected. ...");
+- no answer to be had (nobody answered, the ask expired or was cancelled, the platform refused
+  the post, the store or the handler failed): the tool raises the bridge's own
+  :class:`~bridge.errors.ToolRejected` (``NotAnswered``, ``PostFailed``, ...) as a failed call,
+  which chatlas reports to the model as a failure with the model-facing message and keeps in
+  ``ContentToolResult.error``, so the host can tell why (``.record``). ``ToolRejectError`` is
+  chatlas's word for a call someone refused, and these calls ran and failed;
 - deferral: the tool returns a ``ContentToolResult`` holding the deferred result (the model ends
   its turn) with ``AskUserDeferred.extra`` -- the ask id -- in ``.extra``, which chatlas keeps in
   the chat history but never sends to the model.
@@ -27,7 +34,7 @@ import chatlas
 from chatlas.types import ContentToolResult, ToolAnnotations
 from pydantic import Field
 
-from bridge.errors import ToolRejected
+from bridge.errors import InvalidQuestions
 from bridge.frameworks.providers import strict_parameters
 from bridge.result import ToolOutcome
 from bridge.tool import AskUserTool, tool_ask_user
@@ -58,7 +65,7 @@ def ask_user_tool(tool: AskUserTool = tool_ask_user, *, asynchronous: bool = Fal
         async def ask_user_async(questions: Any = _MISSING, **unknown: Any) -> object:
             try:
                 return _result(await tool.ainvoke(arguments(questions, unknown)))
-            except ToolRejected as rejected:
+            except InvalidQuestions as rejected:
                 raise chatlas.ToolRejectError(rejected.message) from None
 
         func: Callable[..., Any] = ask_user_async
@@ -67,7 +74,7 @@ def ask_user_tool(tool: AskUserTool = tool_ask_user, *, asynchronous: bool = Fal
         def ask_user(questions: Any = _MISSING, **unknown: Any) -> object:
             try:
                 return _result(tool.invoke(arguments(questions, unknown)))
-            except ToolRejected as rejected:
+            except InvalidQuestions as rejected:
                 raise chatlas.ToolRejectError(rejected.message) from None
 
         func = ask_user

@@ -1,12 +1,16 @@
 """ask_user as a pydantic-ai tool (extra ``pydantic-ai``).
 
-``Agent(model, tools=[ask_user_tool()], output_type=[str, DeferredToolRequests])``. The three
-outcomes in pydantic-ai's idiom:
+``Agent(model, tools=[ask_user_tool()], output_type=[str, DeferredToolRequests])``. The outcomes
+in pydantic-ai's idiom (each adapter's are tabled in ``docs/outcomes.md``):
 
 - answers: the tool returns the answers JSON, which the model reads;
-- a call to fix: ``ModelRetry`` with the model-facing message (it counts against the tool's retry
-  budget); when the person's answer could not be had -- the handler failed, nobody answered --
-  ``ToolFailed`` instead, so the model adapts rather than repeating the same call;
+- a call to fix (:class:`~bridge.errors.InvalidQuestions`, and only that): ``ModelRetry`` with the
+  model-facing message, which counts against the tool's retry budget;
+- no answer to be had -- nobody answered in time (``on_timeout="error"``), the ask expired or was
+  cancelled, the platform refused the post, the store could not be reached, the handler failed or
+  there is none: ``ToolFailed`` with the model-facing message, so the model adapts (continues
+  without the answers) instead of being told to repeat a call that was right, failing again until
+  the run ends in ``UnexpectedModelBehavior``.
 - deferral: ``CallDeferred(metadata=..., kind="question")``, so the run ends with
   :class:`~pydantic_ai.DeferredToolRequests` whose ``metadata[tool_call_id]`` holds
   ``AskUserDeferred.extra`` (with the chat handler: ``ask_id``, ``expires_at``, ``message``).
@@ -14,7 +18,8 @@ outcomes in pydantic-ai's idiom:
 When the answer arrives on the answers feed, :func:`deferred_tool_results` maps the delivery to
 the deferred call through its ask id; resume with ``agent.run(message_history=...,
 deferred_tool_results=...)`` and the model reads the same answers JSON a waiting call would have
-returned.
+returned -- or, for an ask that expired or was cancelled meanwhile, a ``ToolFailed`` result with
+:func:`bridge.feed.render_delivery`'s words.
 """
 
 from __future__ import annotations
@@ -25,10 +30,9 @@ from typing import Any
 from pydantic_ai import CallDeferred, DeferredToolRequests, DeferredToolResults, ModelRetry, Tool
 from pydantic_ai.exceptions import ToolFailed
 
-from bridge.errors import ToolRejected
+from bridge.errors import InvalidQuestions, ToolRejected
 from bridge.feed import render_delivery
 from bridge.record import AskRecord, AskStatus
-from bridge.result import HANDLER_FAILED
 from bridge.store.base import Delivery
 from bridge.tool import AskUserTool, tool_ask_user
 from bridge.validation import questions_from_arguments
@@ -52,10 +56,10 @@ def ask_user_tool(
     async def ask_user(**arguments: Any) -> str:
         try:
             outcome = await tool.ainvoke(questions_from_arguments(arguments))
-        except ToolRejected as rejected:
-            if rejected.message.startswith(HANDLER_FAILED):
-                raise ToolFailed(rejected.message) from None
+        except InvalidQuestions as rejected:
             raise ModelRetry(rejected.message) from None
+        except ToolRejected as failed:
+            raise ToolFailed(failed.message) from None
         if outcome.deferred is not None:
             raise CallDeferred(metadata=dict(outcome.deferred.extra or {}), kind="question")
         return outcome.text
