@@ -11,7 +11,9 @@ values -- ask id and indices from :mod:`bridge.routing`, the clicker as a :class
 calls :meth:`Answering.pick`, :meth:`Answering.open_form` or :meth:`Answering.submit_form`. Each
 returns a :class:`Verdict`: the record, whether the message must be re-rendered, and what to tell
 the person privately (``None`` when their answer was accepted). Every failure to reach the store
-becomes ``UNAVAILABLE`` ("nothing changed, try again"), never an exception.
+becomes ``UNAVAILABLE``, never an exception; the person is told "nothing was saved" only when that
+is certain (the store never sent the operation, and withdrew it), else that their answer may have
+been saved.
 
 Rules that live here so every platform follows them:
 
@@ -70,6 +72,7 @@ from bridge.store.base import (
     StoreUnavailable,
     SubmitOutcome,
     form_problems,
+    giving_up_after,
 )
 from bridge.store.base import Picks as Picks  # re-exported: the platforms build them
 
@@ -123,7 +126,7 @@ class Outcome(StrEnum):
     NOT_FOUND = "not_found"
     OPEN = "open"  # a form may be shown: render ``record``
     INVALID = "invalid"  # the click or form does not fit the question set; nothing changed
-    UNAVAILABLE = "unavailable"  # the store (or a membership lookup) failed; nothing changed
+    UNAVAILABLE = "unavailable"  # the store (or a membership lookup) failed: see Unavailable
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,17 @@ class Verdict:
 
 
 class Unavailable(Exception):
-    """A store operation or lookup failed or timed out inside a judgement: nothing changed."""
+    """A store operation or lookup failed or timed out inside a judgement. ``maybe_saved``: a
+    write may have reached the store (so the person must not be told nothing was saved)."""
+
+    def __init__(self, reason: str, *, maybe_saved: bool) -> None:
+        super().__init__(reason)
+        self.maybe_saved = maybe_saved
+
+
+BACKSTOP = 0.5
+"""Seconds past a judgement's store deadline after which it is cut off even if an operation
+does not honour the deadline (a group lookup, a read): then a write counts as maybe saved."""
 
 
 class Answering:
@@ -196,23 +209,26 @@ class Answering:
             )
             store = self.store
             result = await self._guard(
-                store.pick(ask_id, responder, question, option, groups_unknown=unknown)
+                store.pick(ask_id, responder, question, option, groups_unknown=unknown),
+                saves=True,
             )
             if result.outcome is SubmitOutcome.GROUPS and result.record is not None:
                 responder = await self._responder(result.record, who)
-                result = await self._guard(store.pick(ask_id, responder, question, option))
+                result = await self._guard(
+                    store.pick(ask_id, responder, question, option), saves=True
+                )
             if result.outcome is SubmitOutcome.INVALID and result.record is not None:
                 return self._invalid(result.record, replies.BAD_CONTROL)
             return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
-        except Unavailable:
-            return self._verdict(Outcome.UNAVAILABLE, None)
+        except Unavailable as unavailable:
+            return self._unavailable(unavailable)
 
     @metrics.judged_read
     async def open_form(self, ask_id: str, who: Caller, question: int | None = None) -> Verdict:
         """May ``who`` open the answer form (of one question, or of the whole set)? ``OPEN`` with
         the record to render, or the refusal."""
         try:
-            record = await self._guard(self.store.get(ask_id))
+            record = await self._guard(self.store.get(ask_id), saves=False)
             if record is None:
                 return self._verdict(Outcome.NOT_FOUND, None)
             if question is not None and question >= len(record.questions.questions):
@@ -227,9 +243,10 @@ class Answering:
             responder = await self._responder(record, who)
             if not record.may_answer(responder):
                 return self._verdict(Outcome.NOT_ALLOWED, record)
-            await self._guard(self.store.record_event(record.id, "opened", user_id=who.user_id))
-        except Unavailable:
-            return self._verdict(Outcome.UNAVAILABLE, None)
+            opened = self.store.record_event(record.id, "opened", user_id=who.user_id)
+            await self._guard(opened, saves=False)  # an audit line, not the person's answer
+        except Unavailable as unavailable:
+            return self._unavailable(unavailable)
         return Verdict(Outcome.OPEN, record, None, rerender=False)
 
     @metrics.judged
@@ -244,18 +261,24 @@ class Answering:
             )
             store = self.store
             result = await self._guard(
-                store.submit_form(ask_id, responder, picks, groups_unknown=unknown)
+                store.submit_form(ask_id, responder, picks, groups_unknown=unknown), saves=True
             )
             if result.outcome is SubmitOutcome.GROUPS and result.record is not None:
                 responder = await self._responder(result.record, who)
-                result = await self._guard(store.submit_form(ask_id, responder, picks))
+                result = await self._guard(store.submit_form(ask_id, responder, picks), saves=True)
             if result.outcome is SubmitOutcome.INVALID and result.record is not None:
                 problems = {i: _problem(p) for i, p in result.problems.items()}
                 first = problems[min(problems)].text
                 return Verdict(Outcome.INVALID, result.record, first, False, problems)
             return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
-        except Unavailable:
-            return self._verdict(Outcome.UNAVAILABLE, None)
+        except Unavailable as unavailable:
+            return self._unavailable(unavailable)
+
+    def _unavailable(self, failure: Unavailable) -> Verdict:
+        """The store (or a lookup) failed: the person is told nothing was saved only when that
+        is certain, else that their answer may have been saved."""
+        words = replies.MAYBE_SAVED if failure.maybe_saved else replies.TRY_AGAIN
+        return Verdict(Outcome.UNAVAILABLE, None, words, rerender=False)
 
     def _verdict(
         self, outcome: Outcome, record: AskRecord | None, user_id: str | None = None
@@ -285,8 +308,6 @@ class Answering:
             return self.replies.recorded(record, user_id, again=outcome is Outcome.REPEATED)
         if outcome in (Outcome.REPEATED, Outcome.RECORDED):
             return replies.RECORDED
-        if outcome is Outcome.UNAVAILABLE:
-            return replies.TRY_AGAIN
         if record is None or outcome is Outcome.NOT_FOUND:
             return replies.GONE
         if outcome is Outcome.NOT_ALLOWED:
@@ -300,23 +321,38 @@ class Answering:
         lookup = self.membership
         if who.groups is None and lookup is not None and record.answerers:
             if who.user_id not in record.answerers:
-                groups = await self._guard(lookup.groups_of(who.user_id, record.answerers))
+                groups = await self._guard(
+                    lookup.groups_of(who.user_id, record.answerers), saves=False
+                )
         return Responder(user_id=who.user_id, name=who.name, groups=tuple(groups))
 
-    async def _guard(self, op: Awaitable[T]) -> T:
+    async def _guard(self, op: Awaitable[T], *, saves: bool) -> T:
         """Run a store operation or lookup within ``store_timeout``; any failure means
-        "unavailable" -- nothing is known to have changed -- never a half-done click."""
+        "unavailable", never a half-done click. The store gives up by the deadline itself
+        (:func:`~bridge.store.base.giving_up_after`): an operation it never sent is withdrawn,
+        so it cannot take effect once the person was told it did not; one it sent may have run.
+        ``saves``: the operation records the person's answer (else, failing, it saved none)."""
         try:
-            return await asyncio.wait_for(op, self.store_timeout)
-        except (StoreUnavailable, TimeoutError) as exc:
+            with giving_up_after(self.store_timeout):
+                return await asyncio.wait_for(op, self.store_timeout + BACKSTOP)
+        except StoreUnavailable as exc:
             metrics.store_error("judge")
-            log.warning("store unavailable while judging a click: %s", exc or "timed out")
-            raise Unavailable(str(exc)) from exc
+            log.warning("store unavailable while judging a click: %s", exc)
+            raise Unavailable(str(exc), maybe_saved=saves and exc.maybe_saved) from exc
+        except TimeoutError as exc:
+            metrics.store_error("judge")
+            log.warning("store unavailable while judging a click: no answer in time")
+            raise Unavailable("timed out", maybe_saved=saves) from exc
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a lookup's own failure (a platform API error), or a bug
-            log.warning("a click could not be judged", exc_info=True)
-            raise Unavailable(str(exc)) from exc
+            from bridge.redis_acl import refusal  # or Redis refusing its user: no bug, no outage
+
+            if (refused := refusal(exc)) is not None:
+                log.error("a click could not be judged: %s", refused)
+            else:
+                log.warning("a click could not be judged", exc_info=True)
+            raise Unavailable(str(exc), maybe_saved=saves) from exc
 
     # -- timing and background work -------------------------------------------------------------
 

@@ -43,13 +43,15 @@ def next_step(
 ) -> tuple[str, float] | None:
     """The next step not yet done and when it is due: ``("escalate", t)`` or
     ``("remind:<n>", t)``; ``None`` when nothing is left. The earlier one wins (the escalation
-    on a tie). ``unposted``: leave reminders out (there is no message to reply to yet)."""
-    if follow is None:
+    on a tie). ``unposted``: nothing yet -- no message to reply to, and an ask whose post never
+    got recorded may be one whose caller was told it failed (the platform or the store refused):
+    escalating it would show questions the agent gave up on, so follow-ups wait for the post."""
+    if follow is None or unposted:
         return None
     best: tuple[str, float] | None = None
     if follow.escalate_after is not None and not escalated:
         best = ("escalate", created_at + follow.escalate_after)
-    if follow.remind_after is not None and reminded < follow.remind_times and not unposted:
+    if follow.remind_after is not None and reminded < follow.remind_times:
         at = (created_at if reminded_at is None else reminded_at) + follow.remind_after
         if best is None or at < best[1]:
             best = (f"remind:{reminded + 1}", at)

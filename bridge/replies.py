@@ -29,6 +29,12 @@ TYPED_NEVER_COUNTS = "typed answers are shown but never count toward agreement"
 TRY_AGAIN = (
     "The bridge can't reach its store right now, so nothing was saved: try again in a moment."
 )
+"""Only when that is certain: the store operation never reached the store, and never will."""
+MAYBE_SAVED = (
+    "The bridge lost touch with its store while saving this, so your answer may have been "
+    "saved: look at the message before you answer again."
+)
+"""When the operation was sent and no reply came: it may have run."""
 GONE = "This question is no longer open."
 RECORDED = "Your answer is already recorded."
 NEED_ANSWER = "Choose an option or type your own answer."
@@ -40,6 +46,24 @@ NO_SUCH_OPTION = "That option is not one of this question's options; reopen the 
 NO_SUCH_QUESTION = "That is not one of the questions asked; reopen the question."
 TOO_LONG = "Your answer is too long: keep it under {limit} characters."
 BAD_CONTROL = "That control does not belong to this question; reopen the question."
+NOT_OPENED = "The form could not be opened: click the button again."
+"""The platform refused to show the form for this click (Slack's ``trigger_id`` or Discord's
+interaction expired, or already used): the button still works, and a new click is a new chance."""
+
+
+def to_remind(record: AskRecord) -> tuple[str, ...]:
+    """The answerers a reminder mentions: all of them, but on an ask several people must agree on
+    (``required`` K >= 2) not the people named who have already submitted -- their submission
+    stands, and what is missing is the others'.
+
+    A group stays mentioned even when some of its members have submitted: the bridge cannot tell
+    which of its members have not (that would take a membership lookup per reminder, and Discord
+    roles need a privileged intent to list), and those who have not are the very people the
+    reminder is for; the members who submitted are nudged once more, which is the lesser harm.
+    Empty when every person named has submitted and no group is named: then nobody is nudged by
+    name (the ask still waits on one of them changing their answer)."""
+    submitted = {s.user_id for s in record.submissions}
+    return tuple(a for a in record.answerers if a not in submitted)
 
 
 def asker(record: AskRecord) -> str:
@@ -155,13 +179,18 @@ class Replies:
         return None
 
     def reminder(self, record: AskRecord, n: int, *, asker: str, since: str, here: str) -> str:
-        """Reminder ``n`` (:mod:`bridge.followups`): who may answer -- or ``here``, the
-        platform's way to reach the channel's people when anyone may answer (may be empty) --
+        """Reminder ``n`` (:mod:`bridge.followups`): who may answer and has not yet
+        (:func:`to_remind`; nobody once every person named has submitted) -- or ``here``, the
+        platform's way to reach the channel's people, when anyone may answer (may be empty) --
         and that the question from ``asker`` (already escaped by the platform) still waits,
         ``since`` when (the platform's timestamp markup)."""
-        shown = record.answerers[:MAX_ANSWERERS_SHOWN]
-        who = ", ".join(self.mention(a) for a in shown) if shown else here
-        more = len(record.answerers) - len(shown)
+        named = to_remind(record)
+        shown = named[:MAX_ANSWERERS_SHOWN]
+        if shown:
+            who = ", ".join(self.mention(a) for a in shown)
+        else:
+            who = "" if record.answerers else here
+        more = len(named) - len(shown)
         if more > 0:
             who += f" and {more} more"
         times = record.follow_ups.remind_times if record.follow_ups is not None else 1

@@ -70,6 +70,14 @@ class _Trickling:
     async def release(self, conn: _Trickling) -> None:
         pass
 
+    is_connected = True
+
+    async def connect(self) -> None:  # connected already
+        pass
+
+    async def can_read(self) -> bool:  # nothing stray, no EOF: fit to write to
+        return False
+
     def pack_commands(self, commands: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         return commands
 

@@ -117,14 +117,22 @@ async def test_an_escalation_is_recorded_as_a_second_message(store: Store) -> No
     assert answered.record is not None and answered.record.escalations == (SECOND,)
 
 
-async def test_an_escalation_waits_for_nothing_but_a_reminder_waits_for_the_post(
-    store: Store,
-) -> None:
-    rec = with_follow_ups(remind_after=10, escalate_after=20, escalate_to=MANAGERS)
-    await store.create(rec)  # not posted yet (or its poster died)
+async def test_reminders_and_the_escalation_wait_for_the_post(make_store: StoreFactory) -> None:
+    """An ask never shown -- its post failed, or its process died before recording it -- may be
+    one whose caller was told it failed: escalating it would post questions the agent gave up
+    on. Nothing follows it until its post is recorded; then the steps come as due."""
+    store = await make_store(timer_retry=30)
+    rec = with_follow_ups(remind_after=10, remind_times=1, escalate_after=20, escalate_to=MANAGERS)
+    await store.create(rec)  # not posted yet (or its poster died, or its caller failed)
     assert await store.claim_timers(rec.created_at + 11) == []
-    (claim,) = await store.claim_timers(rec.created_at + 21)
-    assert claim.kind == "escalate"
+    assert await store.claim_timers(rec.created_at + 21) == []  # the escalation waits too
+    assert await store.claim_timers(rec.created_at + 1000) == []
+    assert "escalated" not in {e.kind for e in await store.history(rec.id)}
+    await store.set_message(rec.id, FIRST)
+    (claim,) = await store.claim_timers(rec.created_at + 1031)  # looked at again 30 s on
+    assert (claim.kind, claim.n) == ("remind", 1)
+    await store.timer_done(claim)
+    assert [c.kind for c in await store.claim_timers(rec.created_at + 1062)] == ["escalate"]
 
 
 async def test_an_ended_ask_has_no_timers(store: Store) -> None:

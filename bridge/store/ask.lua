@@ -486,18 +486,18 @@ local function follow_ups()
 end
 
 -- The next step not yet done and when it is due: 'escalate' or 'remind:<n>', or nil;
--- reminders left out when the ask is not posted yet (nothing to reply to).
+-- nothing when the ask is not posted yet (bridge.followups.next_step says why).
 local function next_step(unposted)
   local fu, created = follow_ups()
-  if fu == nil then
-    return nil, nil
+  if fu == nil or unposted then
+    return nil, nil -- nothing follows an ask nobody was shown (bridge.followups.next_step)
   end
   local best, best_at = nil, nil
   if type(fu.escalate_after) == 'number' and redis.call('HGET', rec, 'escalated') ~= '1' then
     best, best_at = 'escalate', created + fu.escalate_after
   end
   local reminded = tonumber(redis.call('HGET', rec, 'reminded') or '0')
-  if type(fu.remind_after) == 'number' and reminded < fu.remind_times and not unposted then
+  if type(fu.remind_after) == 'number' and reminded < fu.remind_times then
     local since = tonumber(redis.call('HGET', rec, 'reminded_at') or created)
     local at = since + fu.remind_after
     if best_at == nil or at < best_at then
@@ -955,7 +955,7 @@ elseif op == 'timer' then
     step, at = nil, nil -- nothing is due at or after the expiry
   end
   if unposted and next_step(false) ~= nil then
-    -- reminders wait for the post (its process may yet record it): look again in a while
+    -- follow-ups wait for the post (its process may yet record it): look again in a while
     local again = tonumber(now) + tonumber(ARGV[7])
     if step == nil or at > again then
       step, at = nil, again

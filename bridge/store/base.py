@@ -8,10 +8,14 @@ single atomic step in the backend, so replicas can race freely.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import re
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -378,10 +382,41 @@ class StoreUnavailable(Exception):
     """The store could not be reached or did not answer (connection refused or reset, timeout,
     failover in progress, cluster down).
 
-    Callers treat it as "nothing is known to have changed": the operation may or may not have
-    taken effect, and retrying it is safe. Only a networked store raises it; ``MemoryStore``
-    never does.
+    Retrying the operation is safe. ``maybe_saved`` says whether it may have taken effect: it is
+    ``False`` only when that is certain -- the operation never reached the store, and never
+    will, its caller having given up (:func:`giving_up_after`) -- so a person may be told
+    "nothing was saved" only then. Only a networked store raises it; ``MemoryStore`` never does.
     """
+
+    def __init__(self, message: str, *, maybe_saved: bool = True) -> None:
+        super().__init__(message)
+        self.maybe_saved = maybe_saved
+
+
+_give_up_at: ContextVar[float | None] = ContextVar("ask_bridge_give_up_at", default=None)
+
+
+@contextlib.contextmanager
+def giving_up_after(seconds: float) -> Iterator[None]:
+    """Store operations started in this block stop waiting ``seconds`` from now, raising
+    :class:`StoreUnavailable`: ``maybe_saved=False`` for one that never reached the store (it is
+    withdrawn: it will not take effect later, when the store is back), else ``True``.
+
+    For callers that must answer someone in time (a click is judged within seconds), and then
+    say truthfully what happened. Without it an operation waits as long as the store's own
+    retries last. Nested, the earlier deadline holds."""
+    outer = _give_up_at.get()
+    token = _give_up_at.set(min(time.monotonic() + seconds, outer or math.inf))
+    try:
+        yield
+    finally:
+        _give_up_at.reset(token)
+
+
+def give_up_at() -> float | None:
+    """The deadline (``time.monotonic()``, the event loop's clock) of :func:`giving_up_after`
+    around the current operation, if any."""
+    return _give_up_at.get()
 
 
 class DuplicateAsk(ValueError):

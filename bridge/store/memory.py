@@ -658,7 +658,7 @@ class MemoryStore(Store):
         if found is not None and found[1] >= rec.expires_at:
             found = None
         if unposted and entry.next_step() is not None:
-            again = now + self.timer_retry  # reminders wait for the post: look again then
+            again = now + self.timer_retry  # follow-ups wait for the post: look again then
             if found is None or found[1] > again:
                 return again, None
         if found is None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 import secrets
@@ -106,6 +107,7 @@ from bridge.store.base import (
     check_event_kind,
     creation_text,
     dump_answers,
+    give_up_at,
     merge_history,
     page_cursor,
     parse_cursor,
@@ -114,11 +116,12 @@ from bridge.store.base import (
     typed_text,
 )
 from bridge.store.keys import DEFAULT_PREFIX, Fields, Keys, pending_member, platform_range
-from bridge.store.redis_batch import Call, Pipelined
+from bridge.store.redis_batch import GaveUp, Pipelined
 from bridge.store.redis_connect import (
     DEFAULT_MAX_CONNECTIONS,
     PIPELINE_CHUNK,
     ClusterSubscriber,
+    Outgoing,
     SentinelSubscriber,
     connect,
     send_together,
@@ -130,6 +133,14 @@ from bridge.store.redis_wakeups import Wakeups
 log = logging.getLogger(__name__)
 
 _SCRIPT = files("bridge.store").joinpath("ask.lua").read_text()
+_SHA = hashlib.sha1(_SCRIPT.encode()).hexdigest()
+
+
+def _script_call(keys: list[str], argv: list[Any]) -> Outgoing:
+    """One call of ``ask.lua`` by its SHA, on its way (:class:`~.redis_connect.Outgoing`)."""
+    return Outgoing(("EVALSHA", _SHA, len(keys), *keys, *argv))
+
+
 _INDEX_TTL = 400 * 86400  # beyond any ask's expiry: refreshed on every write anyway
 _SWEEP_AHEAD = 3
 """Sweep batches in flight at once (of the store's connections, 4 by default)."""
@@ -171,17 +182,27 @@ _T = TypeVar("_T")
 _REDIS_ERRORS = (RedisError, RedisClusterException, OSError)
 
 
-def _reraise(op: str, exc: BaseException) -> NoReturn:
+def _reraise(op: str, exc: BaseException, *, maybe_saved: bool = True) -> NoReturn:
     """Raise :class:`StoreUnavailable` for redis-py's ``exc`` when it means "could not reach the
-    server", else ``exc`` itself."""
+    server", else ``exc`` itself. ``maybe_saved``: unless the caller knows its command was never
+    written, it may have run."""
     down = isinstance(exc, _DOWN) or (
         isinstance(exc, RedisClusterException) and isinstance(exc.__cause__, _DOWN)
     )
     if not down:
         raise exc
     raise StoreUnavailable(
-        f"ask store: Redis did not answer during {op} ({type(exc).__name__}: {exc})"
+        f"ask store: Redis did not answer during {op} ({type(exc).__name__}: {exc})",
+        maybe_saved=maybe_saved,
     ) from exc
+
+
+def _gave_up(op: str, *, maybe_saved: bool) -> StoreUnavailable:
+    """The caller's deadline (:func:`~bridge.store.base.giving_up_after`) passed during ``op``."""
+    what = "it may have run" if maybe_saved else "it was never sent, and never will be"
+    return StoreUnavailable(
+        f"ask store: Redis did not answer {op} in time ({what})", maybe_saved=maybe_saved
+    )
 
 
 @contextlib.contextmanager
@@ -366,7 +387,14 @@ class RedisStore(Store):
         if link.starting is None or link.starting.done():
             link.starting = asyncio.create_task(self._start(link), name="ask-bridge store start")
             link.starting.add_done_callback(_retrieved)
-        await asyncio.shield(link.starting)
+        deadline = asyncio.timeout_at(give_up_at())  # the caller's operation is not sent yet
+        try:
+            async with deadline:
+                await asyncio.shield(link.starting)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise _gave_up("its first use", maybe_saved=False) from None
 
     async def _start(self, link: Link) -> None:
         if not link.ready:
@@ -441,32 +469,59 @@ class RedisStore(Store):
         """One call of ``ask.lua``: in the next pipelined batch (:mod:`.redis_batch`), or on its
         own on Cluster, whose pipelines take no scripts, or when ``alone`` (showing an ended ask:
         the sweeper bounds those itself, and they start while its expiries are still in flight,
-        not behind the scripts queued meanwhile)."""
-        if self._cluster:
-            reply: list[Any] = await self._script(keys=keys, args=argv)
+        not behind the scripts queued meanwhile).
+
+        Within the caller's deadline, if any (:func:`~bridge.store.base.giving_up_after`); its
+        :class:`StoreUnavailable` says whether the call may have run (``maybe_saved``): a batched
+        call its caller gave up on before it was written is withdrawn, and never runs."""
+        if self._cluster:  # redis-py's cluster client cannot tell whether it sent the script
+            deadline = asyncio.timeout_at(give_up_at())
+            try:
+                async with deadline:
+                    reply: list[Any] = await self._script(keys=keys, args=argv)
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                raise _gave_up("a script call", maybe_saved=True) from None
             return reply
-        if alone:
-            (reply,) = await self._send_scripts([(keys, argv)])
-            if isinstance(reply, Exception):
-                raise reply
-        else:
-            reply = await self._links.get().pipelined.call(keys, argv)
+        call = _script_call(keys, argv)
+        try:
+            if alone:
+                (reply,) = await self._sent_now([call])
+            else:
+                reply = await self._links.get().pipelined.call(call)
+        except GaveUp as gave_up:
+            raise _gave_up("a script call", maybe_saved=gave_up.sent) from None
+        except _REDIS_ERRORS as exc:
+            _reraise("a script call", exc, maybe_saved=call.sent)
+        if isinstance(reply, Exception):
+            raise reply
         return reply
 
-    async def _send_scripts(self, calls: list[Call]) -> list[Any]:
+    async def _sent_now(self, calls: list[Outgoing]) -> list[Any]:
+        """:meth:`_send_scripts` in the caller's own task, within its deadline (the caller's
+        cancellation stops it: nothing of it is left to run later)."""
+        deadline = asyncio.timeout_at(give_up_at())
+        try:
+            async with deadline:
+                return await self._send_scripts(calls)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise _gave_up("script calls", maybe_saved=any(c.sent for c in calls)) from None
+
+    async def _send_scripts(self, calls: list[Outgoing]) -> list[Any]:
         """Script calls in one round trip (:func:`~.redis_connect.send_together`): each reply,
-        or the error that call raised. A server that lost the script (a restart, ``SCRIPT
-        FLUSH``) refuses each call unrun; those are run again once it is loaded."""
-        sha = self._script.sha
-        replies = await send_together(
-            self._r, [("EVALSHA", sha, len(keys), *keys, *argv) for keys, argv in calls]
-        )
-        for i, ((keys, argv), reply) in enumerate(zip(calls, replies, strict=True)):
-            if isinstance(reply, NoScriptError):  # it did not run: load it, run it once more
-                try:
-                    replies[i] = await self._script(keys=keys, args=argv)
-                except Exception as exc:  # that call's own error
-                    replies[i] = exc
+        or the error that call raised, or ``WITHDRAWN``. A server that lost the script (a
+        restart, ``SCRIPT FLUSH``) refuses each call unrun; it is loaded and those are sent once
+        more, together."""
+        replies = await send_together(self._r, calls)
+        unrun = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if unrun:
+            await self._r.script_load(_SCRIPT)
+            again = await send_together(self._r, [calls[i] for i in unrun])
+            for i, reply in zip(unrun, again, strict=True):
+                replies[i] = reply
         return replies
 
     async def _run_many(
@@ -480,9 +535,12 @@ class RedisStore(Store):
             return [await self._run(op, ask_ids[0], *args, now=now)]
         if self._cluster:
             return list(await asyncio.gather(*(self._run(op, a, *args, now=now) for a in ask_ids)))
-        calls = [(self._keys(ask_id), self._argv(op, ask_id, args, now)) for ask_id in ask_ids]
+        calls = [
+            _script_call(self._keys(ask_id), self._argv(op, ask_id, args, now))
+            for ask_id in ask_ids
+        ]
         out: list[list[Any]] = []
-        for reply in await self._send_scripts(calls):
+        for reply in await self._sent_now(calls):
             if isinstance(reply, Exception):
                 raise reply
             out.append(list(reply))
@@ -1041,15 +1099,17 @@ class RedisStore(Store):
         if self._cluster:
             runs = (self._run("settle", a, *args, now=now) for a in ids)
             return [list(replies[0]) for replies in await asyncio.gather(*runs)]
-        calls: list[Call] = []
+        calls: list[Outgoing] = []
         for at in range(0, len(ids), _SETTLE_PER_CALL):
             chunk = ids[at : at + _SETTLE_PER_CALL]
             keys = self._keys(chunk[0])
             for ask_id in chunk[1:]:
                 keys += self.keys.ask_keys(ask_id)
-            calls.append((keys, self._argv("settle", chunk[0], (*args, *chunk[1:]), now)))
+            calls.append(
+                _script_call(keys, self._argv("settle", chunk[0], (*args, *chunk[1:]), now))
+            )
         out: list[list[Any]] = []
-        for replies in await self._send_scripts(calls):
+        for replies in await self._sent_now(calls):
             if isinstance(replies, Exception):
                 raise replies
             out += (list(reply) for reply in replies)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
@@ -258,10 +258,32 @@ PIPELINE_CHUNK = 500
 """Most commands one pipeline sends in one round trip (bounds a reply's size on big batches)."""
 
 
-async def send_together(client: Redis, commands: list[tuple[Any, ...]]) -> list[Any]:
+class Outgoing:
+    """One command on its way in a batch (:func:`send_together`): whether an attempt wrote it to
+    a connection (so it may have run), and whether its caller still waits for it.
+
+    A caller that gives up -- its deadline passed, it was cancelled -- ``withdraws`` its command:
+    from then on no attempt writes it. One written before that may still land (it was on the
+    wire); so only a command never ``sent`` is certain not to have run, which is what lets the
+    bridge tell a person "nothing was saved" truthfully, and never otherwise."""
+
+    __slots__ = ("command", "sent", "withdrawn")
+
+    def __init__(self, command: tuple[Any, ...]) -> None:
+        self.command = command
+        self.sent = False
+        self.withdrawn = False
+
+
+WITHDRAWN = object()
+"""The reply :func:`send_together` gives a command withdrawn before any attempt wrote it."""
+
+
+async def send_together(client: Redis, commands: Sequence[tuple[Any, ...] | Outgoing]) -> list[Any]:
     """Commands sent in one write on one pooled connection, their replies read in order: each
     reply as the server sent it (no response callbacks: ``"OK"``, not ``True``), or the error
-    it was (a :class:`~redis.exceptions.ResponseError`, not raised).
+    it was (a :class:`~redis.exceptions.ResponseError`, not raised), or :data:`WITHDRAWN` for an
+    :class:`Outgoing` its caller withdrew before any attempt wrote it.
 
     What redis-py's ``pipeline(transaction=False)`` does, without what a batch of script calls
     does not need and pays for per reply: its response callbacks and observability hooks, and an
@@ -269,16 +291,35 @@ async def send_together(client: Redis, commands: list[tuple[Any, ...]]) -> list[
     11 us of 22 us per reply. Here one timeout covers the whole batch and moves forward as
     replies come (:func:`_exchange`). Retried as every command of the client is (its ``Retry``:
     reconnect, then send the whole batch again), which is safe for what a store sends this way:
-    every ``ask.lua`` operation is safe to run twice."""
+    every ``ask.lua`` operation is safe to run twice. Each attempt writes only the commands
+    whose callers still wait, once its connection is up: a caller that gave up while Redis was
+    unreachable (the pool's connecting retries for seconds) is never sent later."""
+    calls = [c if isinstance(c, Outgoing) else Outgoing(c) for c in commands]
+    replies: dict[int, Any] = {}
     pool = client.connection_pool
     conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+
+    async def attempt() -> None:
+        if any(not c.withdrawn for c in calls):
+            # A pooled connection the server closed (it stopped) still counts as connected, and
+            # the pool does not always look: a write to it would be "sent" though it cannot
+            # have run. So look here (EOF or stray bytes: unusable), then (re)connect first.
+            if conn.is_connected and await conn.can_read():
+                await conn.disconnect()
+            await conn.connect()
+        live = [i for i, c in enumerate(calls) if not c.withdrawn]
+        if not live:
+            return
+        for i in live:
+            calls[i].sent = True
+        got = await _exchange(conn, [calls[i].command for i in live])
+        replies.update(zip(live, got, strict=True))
+
     try:
-        replies: list[Any] = await conn.retry.call_with_retry(
-            lambda: _exchange(conn, commands), lambda _error: conn.disconnect()
-        )
-        return replies
+        await conn.retry.call_with_retry(attempt, lambda _error: conn.disconnect())
     finally:
         await pool.release(conn)
+    return [replies.get(i, WITHDRAWN) for i in range(len(calls))]
 
 
 async def _exchange(conn: AbstractConnection, commands: list[tuple[Any, ...]]) -> list[Any]:

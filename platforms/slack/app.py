@@ -10,7 +10,8 @@ within Slack's timing rules:
   ack-then-judge and the person is told the outcome by an ephemeral message.
 * A button that opens a modal prepares it within :attr:`Interactions.fast_path` seconds or opens a
   loading modal at once and fills it in with ``views.update``, so ``views.open`` always lands inside
-  the 3-second ``trigger_id`` window.
+  the 3-second ``trigger_id`` window; a modal Slack refuses all the same (a late or repeated
+  click) is explained to the person by an ephemeral message.
 * A modal submission is judged before its ack, bounded by :attr:`Interactions.submit_budget`, so
   that errors (incomplete form, store down) show in the modal with the person's input kept.
 
@@ -33,9 +34,9 @@ from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import routing
-from bridge.answering import Answering, Caller, Outcome, Picks, Verdict
-from bridge.replies import BAD_CONTROL, TRY_AGAIN
-from bridge.store.base import Store
+from bridge.answering import BACKSTOP, Answering, Caller, Outcome, Picks, Verdict
+from bridge.replies import BAD_CONTROL, MAYBE_SAVED, NOT_OPENED
+from bridge.store.base import Store, giving_up_after
 from platforms.slack import ids
 from platforms.slack.groups import GroupResolver
 from platforms.slack.poster import SlackPoster
@@ -124,20 +125,34 @@ class Interactions:
         who: Caller,
         reply: Reply,
     ) -> None:
+        """Open the form (or a loading modal, filled in when the form is ready). When Slack
+        refuses to open or fill it in (the ``trigger_id`` expired or already used, the modal
+        closed meanwhile) the person would be left with nothing on screen: they are told to click
+        again (or why they cannot answer), and the log gets one line."""
         work = asyncio.ensure_future(self._prepare(meta, who))
         done, _ = await asyncio.wait({work}, timeout=self.fast_path)
-        if done:
-            view, refusal = work.result()
-            if view is None:
-                return await reply(refusal or "")
-            await client.views_open(trigger_id=trigger_id, view=view)
+        try:
+            if done:
+                view, refusal = work.result()
+                if view is None:
+                    return await reply(refusal or "")
+                await client.views_open(trigger_id=trigger_id, view=view)
+                return None
+            opened = await client.views_open(trigger_id=trigger_id, view=loading_view())
+        except SlackApiError as exc:
+            _not_opened(meta, exc)
+            _, refusal = await work  # a refusal is the truer answer: clicking again won't help
+            await reply(refusal or NOT_OPENED)
             return None
-        opened = await client.views_open(trigger_id=trigger_id, view=loading_view())
         view, refusal = await work
         shown = view or notice_view(refusal or "")
-        await client.views_update(
-            view_id=opened["view"]["id"], hash=opened["view"]["hash"], view=shown
-        )
+        try:
+            await client.views_update(
+                view_id=opened["view"]["id"], hash=opened["view"]["hash"], view=shown
+            )
+        except SlackApiError as exc:
+            _not_opened(meta, exc)
+            refusal = refusal or NOT_OPENED
         if refusal:
             await reply(refusal)
         return None
@@ -164,14 +179,16 @@ class Interactions:
             return
         inputs = _input_blocks(view)
         values = _dict(_dict(view.get("state")).get("values"))
-        judging = self.answering.submit_form(meta.ask_id, who, read_form(values))
-        try:
-            verdict = await asyncio.wait_for(judging, self.submit_budget)
-        except TimeoutError:
-            verdict = None
+        with giving_up_after(self.submit_budget):  # the store withdraws what it did not send
+            judging = self.answering.submit_form(meta.ask_id, who, read_form(values))
+            try:
+                verdict = await asyncio.wait_for(judging, self.submit_budget + BACKSTOP)
+            except TimeoutError:
+                verdict = None
         if verdict is None or verdict.outcome is Outcome.UNAVAILABLE:
             first = inputs[0] if inputs else ids.text_block(0)
-            await ack(response_action="errors", errors={first: TRY_AGAIN})
+            words = MAYBE_SAVED if verdict is None else verdict.explain or MAYBE_SAVED
+            await ack(response_action="errors", errors={first: words})
             return
         if verdict.outcome is Outcome.INVALID and verdict.problems:
             await ack(response_action="errors", errors=_field_errors(verdict, inputs))
@@ -181,6 +198,16 @@ class Interactions:
         else:
             await ack(response_action="update", view=notice_view(verdict.explain))
         self.answering.settle(verdict)
+
+
+def _not_opened(meta: ids.ModalMeta, error: SlackApiError) -> None:
+    """Slack refusing a modal is an expected event (a late or repeated click), not a bug: one
+    line naming Slack's error, no traceback."""
+    log.warning(
+        "could not open the form of ask %s: Slack answered %s",
+        meta.ask_id,
+        error.response.get("error"),
+    )
 
 
 @dataclass(frozen=True)
