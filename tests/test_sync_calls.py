@@ -12,7 +12,9 @@ interpreter in development mode and reads what it printed on its way out.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import os
 import secrets
 import signal
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -338,3 +341,46 @@ def test_ctrl_c_in_a_sync_call_closes_its_ask_as_cancelled(
     finally:
         proc.kill()
         loops.run(store.aclose())
+
+
+def test_a_loop_dropped_without_shutting_down_leaves_nothing_ignored(
+    standalone: RedisServer,
+) -> None:
+    """pydantic-ai's ``run_sync`` keeps a loop per thread and never closes it; when such a loop
+    is dropped, the garbage collector closes the store's listener on it: its cleanup must not
+    await with no loop to await on ("Exception ignored in Wakeups._listen")."""
+    store = RedisStore.from_url(standalone.url, prefix=f"t{secrets.token_hex(4)}")
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(store.wait("no-such-ask", 0.2))
+    ignored: list[Any] = []
+    hook, sys.unraisablehook = sys.unraisablehook, ignored.append
+    try:
+        del loop, store
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    ours = [u for u in ignored if _through_the_bridge(u.exc_traceback)]
+    assert [f"{u.exc_type.__name__}: {u.exc_value}" for u in ours] == []
+
+
+def _through_the_bridge(tb: Any) -> bool:
+    """Whether a traceback passes through the bridge's own code (asyncio's complaints about a
+    loop dropped unclosed are the dropper's, not the store's)."""
+    bridge = str(ROOT / "bridge")
+    return any(frame.filename.startswith(bridge) for frame, _ in traceback.walk_tb(tb))
+
+
+def test_shutting_down_async_generators_while_the_store_listens_logs_nothing(
+    standalone: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The OpenAI Agents SDK's ``run_sync`` calls ``shutdown_asyncgens()`` after every run on a
+    loop it keeps: the store's listeners iterate no async generator it could close under them."""
+    store = RedisStore.from_url(standalone.url, prefix=f"t{secrets.token_hex(4)}")
+    with asyncio.Runner() as runner:
+        loop = runner.get_loop()
+        for _ in range(2):
+            loop.run_until_complete(store.wait("no-such-ask", 0.2))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        runner.run(store.aclose())
+    assert errors == []

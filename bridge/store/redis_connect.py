@@ -188,7 +188,8 @@ class SentinelSubscriber:
             turn += 1
             try:
                 await pubsub.subscribe("+switch-master")
-                async for message in pubsub.listen():
+                while True:
+                    message = await next_message(pubsub)
                     if message["type"] == "subscribe":
                         backoff = 0.02
                     if await self._switched(message, pool.master_address):
@@ -198,8 +199,9 @@ class SentinelSubscriber:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
             finally:
-                with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()
+                if loop_running():
+                    with contextlib.suppress(RedisError, OSError):
+                        await pubsub.aclose()
 
     async def _switched(self, message: dict[str, Any], known: Any) -> bool:
         if message["type"] == "subscribe":
@@ -252,6 +254,30 @@ class ClusterSubscriber:
     async def aclose(self) -> None:
         for client in [*([self._client] if self._client else []), *self._nodes.values()]:
             await client.aclose()
+
+
+async def next_message(pubsub: Any) -> dict[str, Any]:
+    """The next pub/sub message, however long it takes.
+
+    Not redis-py's ``listen()``: that is an async generator, and a loop's
+    ``shutdown_asyncgens()`` closes every one it knows -- under the task still iterating it, for a
+    loop that lives on (the OpenAI Agents SDK's ``run_sync`` calls it after each run on the
+    thread's loop): an error logged each time, and a listener left without its messages."""
+    while True:
+        message: dict[str, Any] | None = await pubsub.get_message(timeout=None)
+        if message is not None:
+            return message
+
+
+def loop_running() -> bool:
+    """Whether an event loop runs here: a listener's coroutine closed by the garbage collector
+    (its loop dropped without being shut down) runs its ``finally`` with none, and must not await
+    then."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 PIPELINE_CHUNK = 500

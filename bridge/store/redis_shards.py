@@ -33,6 +33,7 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 from redis.exceptions import RedisError
 
 from bridge.aio import stop
+from bridge.store.redis_connect import loop_running, next_message
 
 
 @functools.cache
@@ -156,7 +157,8 @@ class ShardChannels:
 
     async def _read(self, name: str, sub: _Node) -> None:
         try:
-            async for message in sub.pubsub.listen():
+            while True:
+                message = await next_message(sub.pubsub)
                 kind = message["type"]
                 if kind == "smessage":
                     self._heard(message["data"])
@@ -170,7 +172,7 @@ class ShardChannels:
         except (RedisError, OSError):
             pass
         finally:
-            if not self._closing:
+            if not self._closing and loop_running():
                 await self._drop(name)
 
     async def _drop(self, name: str) -> None:

@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 
 from bridge.aio import stop
 from bridge.store.keys import Keys
-from bridge.store.redis_connect import PIPELINE_CHUNK
+from bridge.store.redis_connect import PIPELINE_CHUNK, loop_running, next_message
 from bridge.store.redis_shards import ShardChannels
 
 _REFRESH_CHUNK = 5000
@@ -214,7 +214,8 @@ class Wakeups:
                 await pubsub.subscribe(self._keys.events, self.channel)
                 if self.shards is not None:  # per-slot channels PUBLISHed by a process from
                     await pubsub.psubscribe(f"{self.channel}:*")  # before them (an upgrade)
-                async for message in pubsub.listen():
+                while True:
+                    message = await next_message(pubsub)
                     kind = message["type"]
                     if kind == "subscribe" and message["channel"] == self.channel:
                         # (re)subscribed: anything published while away is found by re-reading
@@ -229,8 +230,9 @@ class Wakeups:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
             finally:
-                with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()
+                if loop_running():  # none when the garbage collector closes this: see it
+                    with contextlib.suppress(RedisError, OSError):
+                        await pubsub.aclose()
 
     async def _check_loop(self) -> None:
         """Batch status reads (and lease refreshes) for waiters that just registered or whose
