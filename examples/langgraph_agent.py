@@ -1,22 +1,27 @@
 """A LangGraph agent that asks a person, pauses, and resumes with their answers.
 
-Runs offline as it is (a scripted chat model stands in for a real one); swap ``model`` for any
-chat model with tool calling, e.g. ``init_chat_model("openai:gpt-4.1")``.
+Run it: ``python examples/langgraph_agent.py``, with ``OPENAI_API_KEY`` set (and
+``OPENAI_BASE_URL`` for an OpenAI-compatible endpoint other than OpenAI's). The model is
+LangChain's ``ChatOpenAI``, from ``pip install langchain-openai``; any chat model with tool calling
+works. The paused graph's questions go to Slack when ``SLACK_BOT_TOKEN`` is set (see
+``handler.py`` for the rest); without it, a stand-in picks each first option.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
+from handler import ask_handler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 
+from bridge import tools_interactive
 from bridge.frameworks.langchain import ask_user_interrupt_tool
 
 
@@ -36,48 +41,17 @@ def build_agent(model: BaseChatModel) -> Any:
     return graph.compile(checkpointer=InMemorySaver())  # interrupts need a checkpointer
 
 
-class ScriptedModel(GenericFakeChatModel):
-    """Stands in for a real chat model: replies from a script, accepts any tools."""
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        return self
-
-
-QUESTIONS = [
-    {
-        "question": "Which format should the report use?",
-        "header": "Format",
-        "options": [
-            {"label": "Summary", "description": "One page of key points"},
-            {"label": "Detailed", "description": "Every finding with evidence"},
-        ],
-    }
-]
-
-
 async def main() -> str:
-    model = ScriptedModel(
-        messages=iter(
-            [
-                AIMessage(
-                    "",
-                    tool_calls=[
-                        {"name": "ask_user", "args": {"questions": QUESTIONS}, "id": "call_1"}
-                    ],
-                ),
-                AIMessage("Writing the summary now."),
-            ]
-        )
-    )
-    agent = build_agent(model)
+    agent = build_agent(ChatOpenAI(model="gpt-4.1"))
     config = {"configurable": {"thread_id": "report-42"}}
+    [ask_user] = tools_interactive(callback=ask_handler())
 
     paused = await agent.ainvoke({"messages": [("user", "Write the report")]}, config)
     (pending,) = paused["__interrupt__"]
     print("asking:", [q["question"] for q in pending.value["questions"]])
 
-    # The person's answer (from Slack, Discord, a web form...): question text -> label.
-    answers = {"Which format should the report use?": "Summary"}
+    # Ask the person (in Slack, or the stand-in): the answers JSON resumes the graph.
+    answers = await ask_user.acall(pending.value["questions"])
     done = await agent.ainvoke(Command(resume=answers), config)
     tool_result = json.loads(done["messages"][-2].content)
     print("model read:", tool_result["answers"])
@@ -85,6 +59,4 @@ async def main() -> str:
 
 
 if __name__ == "__main__":
-    import asyncio
-
     print(asyncio.run(main()))

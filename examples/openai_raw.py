@@ -1,24 +1,20 @@
 """ask_user in a hand-written OpenAI Chat Completions loop (no agent framework).
 
-Run it: ``python examples/openai_raw.py``. With ``OPENAI_API_KEY`` set it talks to OpenAI;
-without, a scripted stand-in for the API (bottom of this file) plays the model, offline.
+Run it: ``python examples/openai_raw.py``, with ``OPENAI_API_KEY`` set (and ``OPENAI_BASE_URL``
+for an OpenAI-compatible endpoint other than OpenAI's: the ``openai`` client reads both). The
+question goes to Slack when ``SLACK_BOT_TOKEN`` is set (see ``handler.py`` for the rest); without
+it, a stand-in picks each first option.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
+from handler import ask_handler
 from openai import OpenAI
 
-from bridge import AskUserTool, Question, tools_interactive
+from bridge import AskUserTool, tools_interactive
 from bridge.frameworks.providers import openai_chat_tool, run_tool_call
-
-
-def pick_first(questions: list[Question], context: dict[str, Any]) -> dict[str, str]:
-    """Your handler: post to Slack, Discord, a web form... Here: always the first option."""
-    return {q.question: q.options[0].label for q in questions}
 
 
 def run(client: OpenAI, prompt: str, ask_user: AskUserTool) -> str:
@@ -36,61 +32,8 @@ def run(client: OpenAI, prompt: str, ask_user: AskUserTool) -> str:
 
 
 def main() -> None:
-    [ask_user] = tools_interactive(callback=pick_first)
-    client = OpenAI() if os.environ.get("OPENAI_API_KEY") else scripted_openai()
-    print(run(client, "Write the release notes.", ask_user))
-
-
-# -- a scripted stand-in for the OpenAI API, so the example runs offline --------------------------
-
-
-def scripted_openai() -> OpenAI:
-    """An ``OpenAI`` client whose HTTP transport is a tiny scripted model: it asks one question,
-    then answers with what the tool returned."""
-    import httpx2 as httpx
-
-    def model(request: httpx.Request) -> httpx.Response:
-        last = json.loads(request.content)["messages"][-1]
-        if last["role"] == "tool":
-            answer = json.loads(last["content"])["answers"][0]
-            message: dict[str, Any] = {
-                "role": "assistant",
-                "content": f"Writing them as: {answer['selected']}",
-            }
-        else:
-            questions = [
-                {
-                    "question": "How detailed should the release notes be?",
-                    "header": "Detail",
-                    "options": [
-                        {"label": "Summary", "description": "A few bullet points"},
-                        {"label": "Full", "description": "Every change, grouped by area"},
-                    ],
-                    "multiSelect": None,
-                }
-            ]
-            call = {"name": "ask_user", "arguments": json.dumps({"questions": questions})}
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [{"id": "call_1", "type": "function", "function": call}],
-            }
-        return httpx.Response(
-            200,
-            json={
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "gpt-4.1",
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            },
-        )
-
-    return OpenAI(
-        api_key="offline",
-        base_url="http://127.0.0.1:9/v1",
-        http_client=httpx.Client(transport=httpx.MockTransport(model)),
-    )
+    [ask_user] = tools_interactive(callback=ask_handler())
+    print(run(OpenAI(), "Write the release notes.", ask_user))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ A script is a list of turns, one per request, taken in order whatever the endpoi
 :class:`Reply` (text and/or tool calls), or a function of the request body that returns one -- to
 answer from what the tool said. :func:`calls_ask_user`, :func:`calls` and :func:`says` build
 replies; :func:`tool_results` and :func:`last_tool_result` read the tool results out of a request
-body in any of the three formats.
+body in any of the three formats, and :func:`user_text` a user message that ends it.
 
 Each request is first checked against the API rules below and refused with that API's own error
 status and body, so a framework that sends what the real API would refuse fails here too. A refused
@@ -26,6 +26,9 @@ raises :class:`ScriptError`.
 
 Frameworks whose calls block (sync clients: ``OpenAI``, ``Anthropic``, chatlas, LangChain's
 ``invoke``) need the server on a loop of its own: ``with ModelServer.running_in_thread(script)``.
+
+A client that runs as another process (the Claude Code CLI) is beyond the suite's loopback guard:
+fence it with :class:`RefusingProxy`, which refuses and records whatever else it tries to reach.
 """
 
 from __future__ import annotations
@@ -167,6 +170,25 @@ def last_tool_result(body: Body) -> ToolResult:
     if not results:
         raise LookupError("the request sends no tool result for the model's last turn")
     return results[-1]
+
+
+def user_text(body: Body) -> str:
+    """The text of the request's last message when it is the user's, in whichever format it is
+    (a string, or text parts): how a host resumes a conversation with something new for the model,
+    such as a deferred question's answers sent as the next user message. A request ending with
+    anything else -- a tool result, the model's own turn -- is a LookupError."""
+    if "input" in body:
+        items = _input_items(body)
+        last = items[-1] if items else {}
+        is_user = last.get("type", "message") == "message" and last.get("role") == "user"
+    else:
+        messages: list[Body] = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        results = [block for block in _blocks(last) if block.get("type") == "tool_result"]
+        is_user = last.get("role") == "user" and not results
+    if not is_user:
+        raise LookupError("the request does not end with a user message")
+    return _text_of(last.get("content"))
 
 
 def _text_of(content: Any) -> str:
@@ -959,10 +981,13 @@ def _fine_grained(headers: Mapping[str, str], body: Body) -> bool:
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """A request the server received: its path and its decoded JSON body."""
+    """A request the server received: its path, its decoded JSON body, and when it arrived
+    (``time.monotonic()``), so a test can tell how soon a client came back, e.g. after a tool
+    call it waited on was answered."""
 
     path: str
     body: Body
+    at: float
 
 
 class ScriptError(AssertionError):
@@ -1213,7 +1238,7 @@ class ModelServer:
             body = None
         if not isinstance(body, dict):
             return refuse(Violation("The request body is not a JSON object."))
-        self.requests.append(ModelRequest(request.path, body))
+        self.requests.append(ModelRequest(request.path, body, time.monotonic()))
         number = len(self.requests)
         violation = api.check(self, request.headers, body)
         if violation is not None:
@@ -1240,3 +1265,66 @@ class ModelServer:
             await response.write(frame.encode())
         await response.write_eof()
         return response
+
+
+# -- a fence for clients in other processes -----------------------------------------------------
+
+
+class RefusingProxy:
+    """An HTTP proxy on ``127.0.0.1`` that refuses every request and records where it was going.
+
+    The suite's loopback guard (``tests/conftest.py``) patches this process's sockets only; a
+    client running as another process (the Claude Code CLI) is outside it. Give that process
+    :meth:`env`: every proxy variable points here and ``NO_PROXY`` exempts loopback only, so it
+    reaches the model server directly, and whatever else it tries to reach -- a host it was not
+    told about, telemetry, an update check -- arrives here instead of the network, is answered
+    ``403`` (a ``CONNECT`` tunnel is never opened) and is kept in :attr:`destinations`, for the
+    test to fail naming it.
+
+    Use ``async with RefusingProxy() as proxy`` on the loop the test runs on.
+    """
+
+    def __init__(self) -> None:
+        self.destinations: list[str] = []
+        """What each refused request asked for: ``CONNECT host:443`` or ``GET http://host/path``."""
+        self._server: asyncio.Server | None = None
+        self._port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    def env(self) -> dict[str, str]:
+        """The proxy variables (both spellings: clients differ in which they read) for a
+        subprocess's environment."""
+        proxies = {name: self.url for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")}
+        proxies["NO_PROXY"] = "127.0.0.1,localhost"
+        return {**proxies, **{name.lower(): value for name, value in proxies.items()}}
+
+    async def __aenter__(self) -> RefusingProxy:
+        self._server = await asyncio.start_server(self._refuse, "127.0.0.1", 0)
+        self._port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(10):
+                request_line = (await reader.readline()).decode("latin-1").strip()
+                while (await reader.readline()).strip():  # the headers, up to the blank line
+                    pass
+            method, _, rest = request_line.partition(" ")
+            target = rest.rpartition(" ")[0] or rest  # without the HTTP version
+            self.destinations.append(f"{method} {target}" if method else "(an empty request)")
+            writer.write(
+                b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+            await writer.drain()
+        except (TimeoutError, ConnectionError):
+            self.destinations.append("(a connection that sent no complete request)")
+        finally:
+            writer.close()

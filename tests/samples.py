@@ -9,10 +9,9 @@ every test that imports them: build a variant with ``{**QUESTION, "header": ...}
 from __future__ import annotations
 
 import runpy
+import sys
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bridge import Question, QuestionSet
 
@@ -111,14 +110,19 @@ def answer_database_and_features(
     return DATABASE_AND_FEATURES_PICKS
 
 
-def run_example_offline(
-    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> str:
-    """Run ``examples/<name>`` as ``__main__`` with no OpenAI key (so it takes its offline
-    scripted model) and return what it printed, stripped."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    runpy.run_path(str(EXAMPLES / name), run_name="__main__")
-    return capsys.readouterr().out.strip()
+def example_globals(name: str) -> dict[str, Any]:
+    """The globals of ``examples/<name>``, run as a module (not ``__main__``), for a test that
+    borrows one of its functions. Its imports are found as when it runs as a script, with
+    ``examples/`` first on ``sys.path`` (``handler.py``); neither the path nor the modules
+    imported from there outlive the call, so nothing else ever imports them by accident."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        return runpy.run_path(str(EXAMPLES / name))
+    finally:
+        sys.path.remove(str(EXAMPLES))
+        for module_name, module in list(sys.modules.items()):
+            if Path(getattr(module, "__file__", None) or "/").parent == EXAMPLES:
+                del sys.modules[module_name]
 
 
 def q(text: str, header: str, labels: list[str], *, multi: bool = False) -> dict[str, Any]:

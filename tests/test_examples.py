@@ -2,48 +2,78 @@
 
 Run as ``python examples/NAME.py``, a file's directory comes first on ``sys.path``: a file named
 like a package it imports (``claude_agent_sdk.py``) would import itself instead, half-initialised.
+The examples that talk to a model run in ``tests/slack/test_examples_e2e.py`` (the Claude Agent SDK
+ones, through the Claude Code CLI, in ``tests/slack/test_examples_claude.py``), against a scripted
+one, with the stand-in handlers and asking in Slack; the others run here, offline as they are.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from example_runs import (
+    CLAUDE_EXAMPLES,
+    CLAUDE_MODEL_ENV,
+    DEADLINE,
+    EXAMPLES,
+    HANDLER_ENV,
+    MODEL_ENV,
+    ROOT,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-OFFLINE_FLAG = {"claude_agent_permissions.py": ("--offline",)}
+FILES = sorted((ROOT / "examples").glob("*.py"))
+SCRIPTS = [p for p in FILES if 'if __name__ == "__main__":' in p.read_text()]
+"""The examples proper; the rest (``handler.py``) are modules they import."""
+MODEL_EXAMPLES = {
+    **{example.name: (*MODEL_ENV, *dict(example.env)) for example in EXAMPLES},
+    **dict.fromkeys(CLAUDE_EXAMPLES, CLAUDE_MODEL_ENV),
+}
+"""Each example that talks to a model, and the variables it is run with to reach it."""
+SELF_CONTAINED = [p for p in SCRIPTS if p.name not in MODEL_EXAMPLES]
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def doc(path: Path) -> str:
+    return path.read_text().split('"""')[1]
+
+
+HANDLER_DOC = doc(ROOT / "examples" / "handler.py")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_no_example_shadows_a_package(path: Path) -> None:
     assert importlib.util.find_spec(path.stem) is None, f"{path.name} shadows a package"
 
 
-def test_each_example_says_how_it_runs() -> None:
-    for path in EXAMPLES:
-        doc = path.read_text().split('"""')[1]
-        extra = " ".join(OFFLINE_FLAG.get(path.name, ()))
-        command = f"python examples/{path.name}" + (f" {extra}" if extra else "")
-        assert command in doc or "Runs offline as it is" in doc, path.name
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+def test_each_example_says_how_it_runs(path: Path) -> None:
+    """The command, and every variable the tests run it with: in its docstring, or -- the
+    handler's -- in ``handler.py``'s, which the docstring points to."""
+    said = doc(path)
+    assert f"python examples/{path.name}" in said
+    variables = MODEL_EXAMPLES.get(path.name)
+    if variables is None:
+        return
+    for name in variables:
+        assert f"``{name}" in said, name
+    assert "SLACK_BOT_TOKEN" in said and "handler.py" in said
+    for name in HANDLER_ENV:
+        assert f"``{name}" in HANDLER_DOC, name
 
 
-async def test_each_example_runs_offline_as_a_script() -> None:
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-
+async def test_the_self_contained_examples_run_offline() -> None:
     async def run(path: Path) -> tuple[str, int, str, str]:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(path.relative_to(ROOT)), *OFFLINE_FLAG.get(path.name, ()),
-            cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable, str(path.relative_to(ROOT)), cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        out, err = await asyncio.wait_for(proc.communicate(), 90)
+        out, err = await asyncio.wait_for(proc.communicate(), DEADLINE)
         return path.name, proc.returncode or 0, out.decode(), err.decode()
 
-    for name, status, out, err in await asyncio.gather(*(run(p) for p in EXAMPLES)):
+    for name, status, out, err in await asyncio.gather(*(run(p) for p in SELF_CONTAINED)):
         assert status == 0, f"{name}: {err[-2000:]}"
         assert out.strip(), name
         assert "Traceback" not in err, name

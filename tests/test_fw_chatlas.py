@@ -13,7 +13,7 @@ import chatlas
 import httpx2 as httpx
 import pytest
 from chatlas.types import ContentToolResult
-from samples import DATABASE_QUESTION, run_example_offline
+from samples import DATABASE_QUESTION
 from samples import answer_postgres as answer
 
 from bridge import AskUserDeferred, Question, tool_ask_user, tools_interactive
@@ -208,10 +208,3 @@ async def test_async_chat_with_async_tool_and_handler() -> None:
         "selected": [],
         "other_text": "my own text",
     }
-
-
-def test_example_runs_offline(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run_example_offline("chatlas_agent.py", monkeypatch, capsys)
-    assert out == "Writing them as: ['Summary']"

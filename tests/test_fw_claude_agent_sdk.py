@@ -5,20 +5,18 @@ for AskUserQuestion and must return the SDK's permission result with ``answers``
 text, as the SDK documents (labels; several joined with ", "; typed text as it is).
 
 Deferral through ``defer_hooks``: the SDK's ``query()`` / ``ClaudeSDKClient`` run end to end over
-its control protocol against the scripted Claude Code of ``examples/claude_agent_sdk_defer.py``
-(no CLI, no model): "defer" stops the run, and resuming the session replays the call.
+its control protocol against the scripted Claude Code of ``scripted_claude.py`` (no CLI, no
+model): "defer" stops the run, and resuming the session replays the call. The same against the
+real CLI: ``tests/slack/test_agents_claude.py`` and the examples' runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import runpy
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,16 +30,22 @@ from claude_agent_sdk import (
     ToolPermissionContext,
     query,
 )
+from scripted_claude import ASKED, QUESTION, ScriptedClaudeCode
 
 from bridge import Answer, AskUserDeferred, Question, QuestionSet, tools_interactive
 from bridge.asking import AskPolicy, ChatHandler
-from bridge.frameworks.claude_agent_sdk import ask_ids, can_use_tool, defer_hooks, resume_options
+from bridge.frameworks.claude_agent_sdk import (
+    ONE_CALL_A_TURN,
+    ask_ids,
+    can_use_tool,
+    defer_hooks,
+    resume_options,
+)
 from bridge.memory_poster import MemoryPoster
 from bridge.record import AskRecord, AskStatus, Destination, Responder
 from bridge.store.base import Delivery
 from bridge.store.memory import MemoryStore
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude_agent_permissions.py"
 CTX = ToolPermissionContext(tool_use_id="toolu_01")
 
 INPUT: dict[str, Any] = {
@@ -262,29 +266,9 @@ async def test_options_hold_a_callback_asking_both_kinds_through_one_handler() -
     assert isinstance(await options.can_use_tool("Bash", {}, CTX), PermissionResultAllow)
 
 
-async def test_example_runs() -> None:
-    spec = importlib.util.spec_from_file_location("claude_agent_sdk_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    updated = await module.demo()
-    assert updated["answers"] == {"Which database should the service use?": "Postgres"}
-
-
 # -- deferral the SDK's way: a PreToolUse hook answering "defer", resumed from the feed ---------
 
-DEFER_EXAMPLE = EXAMPLE.with_name("claude_agent_sdk_defer.py")
 HOOK_CTX: HookContext = {"signal": None}
-
-
-def defer_example() -> Any:
-    """The deferral example as a module: its ScriptedClaudeCode plays the CLI over the SDK's
-    control protocol (initialize, hook_callback requests, result frames)."""
-    spec = importlib.util.spec_from_file_location("claude_agent_sdk_defer_example", DEFER_EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def pre_tool_use(tool_input: dict[str, Any], tool_name: str = "AskUserQuestion") -> Any:
@@ -319,8 +303,7 @@ async def test_defer_stops_the_run_and_the_feed_resumes_the_same_session() -> No
     """ChatHandler in defer mode posts the question; the hook answers "defer", so the run stops
     with the call in deferred_tool_use; a teammate answers through the store; the feed's delivery
     resumes the same session, the replayed call is allowed with the answers, and Claude goes on."""
-    example = defer_example()
-    claude = example.ScriptedClaudeCode()
+    claude = ScriptedClaudeCode()
     store, poster = MemoryStore(), MemoryPoster()
     handler = ChatHandler(
         poster, store, Destination(platform="memory", channel="C1"), AskPolicy(mode="defer")
@@ -328,14 +311,14 @@ async def test_defer_stops_the_run_and_the_feed_resumes_the_same_session() -> No
     options = ClaudeAgentOptions(hooks=defer_hooks(handler))
 
     stopped = await run_to_result(claude, options)
-    assert stopped.stop_reason == "tool_deferred" and stopped.result is None
+    assert stopped.stop_reason == "tool_deferred" and stopped.result == ""
     assert stopped.deferred_tool_use is not None
     assert stopped.deferred_tool_use.id == "toolu_1"
     assert claude.decisions == [{"hookEventName": "PreToolUse", "permissionDecision": "defer"}]
     posted = await poster.next_post()
     assert ask_ids(options, stopped) == {posted.id: "toolu_1"}
 
-    question = example.QUESTION["question"]
+    question = QUESTION["question"]
     answer = Answer(question=question, selected=("Summary",))
     assert (await store.submit(posted.id, Responder(user_id="U1"), [answer])).ok
     feed = store.feed("agent")
@@ -353,16 +336,15 @@ async def test_defer_stops_the_run_and_the_feed_resumes_the_same_session() -> No
     assert claude.decisions[1] == {
         "hookEventName": "PreToolUse",
         "permissionDecision": "allow",
-        "updatedInput": {**example.ASKED, "answers": {question: "Summary"}},
+        "updatedInput": {**ASKED, "answers": {question: "Summary"}},
     }
     assert len(poster.posts) == 1  # asked once; the replay did not ask again
 
 
 def _record(status: AskStatus, answers: tuple[Answer, ...] | None, ask_id: str) -> AskRecord:
-    raw = defer_example().ASKED
     return AskRecord(
         id=ask_id,
-        questions=QuestionSet.model_validate(raw),
+        questions=QuestionSet.model_validate(ASKED),
         destination=Destination(platform="memory"),
         expires_at=time.time() + 60,
         status=status,
@@ -376,7 +358,7 @@ def deferring(ask_id: str) -> Any:
 
 
 async def test_resumed_in_another_process_and_an_expired_ask_is_denied_with_the_reason() -> None:
-    claude = defer_example().ScriptedClaudeCode()
+    claude = ScriptedClaudeCode()
     first = ClaudeAgentOptions(hooks=defer_hooks(deferring("ask-9")))
     stopped = await run_to_result(claude, first)
     kept = ask_ids(first, stopped)
@@ -401,7 +383,7 @@ async def test_a_replay_before_the_answer_defers_again_without_asking_again() ->
         asked.append(questions)
         return AskUserDeferred(extra={"ask_id": "ask-3"})
 
-    claude = defer_example().ScriptedClaudeCode()
+    claude = ScriptedClaudeCode()
     options = ClaudeAgentOptions(hooks=defer_hooks(handler))
     stopped = await run_to_result(claude, options)
     again = await resume_to_result(claude, replace(options, resume=stopped.session_id))
@@ -412,7 +394,7 @@ async def test_a_replay_before_the_answer_defers_again_without_asking_again() ->
 
 
 async def test_resume_options_refuses_what_it_cannot_resume() -> None:
-    claude = defer_example().ScriptedClaudeCode()
+    claude = ScriptedClaudeCode()
     options = ClaudeAgentOptions(hooks=defer_hooks(deferring("ask-2")))
     stopped = await run_to_result(claude, options)
     other = _record(AskStatus.ANSWERED, (Answer(question="Q", other_text="x"),), "other")
@@ -464,6 +446,82 @@ async def test_the_hook_decides_answers_fixes_and_failures_like_can_use_tool() -
     assert await hook(pre_tool_use({"command": "ls"}, "Bash"), "toolu_9", HOOK_CTX) == {}
 
 
-def test_defer_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(DEFER_EXAMPLE), run_name="__main__")
-    assert capsys.readouterr().out.strip() == "Writing them as: Full"
+# -- one deferred AskUserQuestion call a turn ---------------------------------------------------
+
+
+def turn_call(call_id: str, prompt_id: str | None, session_id: str = "s1") -> Any:
+    """A PreToolUse input for ``call_id`` in the turn of ``session_id`` and ``prompt_id`` (a
+    replayed call comes with no prompt id)."""
+    hook_input = {
+        **pre_tool_use({"questions": [{**QUESTION, "question": f"Question {call_id}?"}]}),
+        "session_id": session_id,
+        "tool_use_id": call_id,
+    }
+    return hook_input if prompt_id is None else {**hook_input, "prompt_id": prompt_id}
+
+
+async def test_once_a_turns_call_defers_its_later_calls_are_refused_unasked() -> None:
+    """The calls of a turn reach the hook at once; each waits for the earlier ones' decisions,
+    and once one deferred the rest are refused without asking. Other turns -- another prompt,
+    another session -- are none of its business."""
+    asked: list[str] = []
+
+    async def slow_to_defer(questions: list[Question], context: dict[str, Any]) -> AskUserDeferred:
+        asked.append(questions[0].question)
+        await asyncio.sleep(0.05)
+        return AskUserDeferred(extra={"ask_id": f"ask-{len(asked)}"})
+
+    options = ClaudeAgentOptions(hooks=defer_hooks(slow_to_defer))
+    hook = the_hook(options)
+    calls = [("a", "p1", "s1"), ("b", "p1", "s1"), ("c", "p1", "s1"), ("d", "p2", "s1")]
+    outputs = await asyncio.gather(
+        *(hook(turn_call(*call), call[0], HOOK_CTX) for call in calls),
+        hook(turn_call("e", "p1", "s2"), "e", HOOK_CTX),
+    )
+    decisions = [o["hookSpecificOutput"] for o in outputs]
+    refused = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": ONE_CALL_A_TURN,
+    }
+    deferred = {"hookEventName": "PreToolUse", "permissionDecision": "defer"}
+    assert decisions == [deferred, refused, refused, deferred, deferred]
+    assert asked == ["Question a?", "Question d?", "Question e?"]
+    assert set(hook.deferred) == {"a", "d", "e"}
+
+
+async def test_a_turns_later_call_is_asked_when_the_earlier_one_did_not_defer() -> None:
+    """Only a deferral holds the turn: after an answered call (or one refused with the fix) the
+    next call of the same turn is asked as usual."""
+
+    def answer_then_defer(questions: list[Question], context: dict[str, Any]) -> Any:
+        if questions[0].question == "Question a?":
+            return {"Question a?": QUESTION["options"][0]["label"]}
+        return AskUserDeferred(extra={"ask_id": "ask-b"})
+
+    hook = the_hook(ClaudeAgentOptions(hooks=defer_hooks(answer_then_defer)))
+    bad = {**turn_call("x", "p1"), "tool_input": {"questions": []}}
+    fix = (await hook(bad, "x", HOOK_CTX))["hookSpecificOutput"]
+    first = (await hook(turn_call("a", "p1"), "a", HOOK_CTX))["hookSpecificOutput"]
+    second = (await hook(turn_call("b", "p1"), "b", HOOK_CTX))["hookSpecificOutput"]
+    assert fix["permissionDecision"] == "deny"
+    assert fix["permissionDecisionReason"] != ONE_CALL_A_TURN
+    assert first["permissionDecision"] == "allow"
+    assert second == {"hookEventName": "PreToolUse", "permissionDecision": "defer"}
+
+
+async def test_a_replay_ends_the_turn_of_its_deferral() -> None:
+    """A deferred call replayed in a later run (answered, or still waiting) ends its turn: a turn
+    with no prompt id (a scripted CLI sends none) does not refuse the calls of later runs."""
+    hook = the_hook(ClaudeAgentOptions(hooks=defer_hooks(deferring("ask-1"))))
+    assert (await hook(turn_call("a", None), "a", HOOK_CTX))["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "defer",
+    }
+    second = await hook(turn_call("b", None), "b", HOOK_CTX)
+    assert second["hookSpecificOutput"]["permissionDecisionReason"] == ONE_CALL_A_TURN
+    replayed = await hook(turn_call("a", None), "a", HOOK_CTX)  # no answer yet: waits again
+    assert replayed["hookSpecificOutput"]["permissionDecision"] == "defer"
+    later = await hook(turn_call("c", None), "c", HOOK_CTX)
+    assert later["hookSpecificOutput"]["permissionDecision"] == "defer"
+    assert hook.waiting == {("s1", None): "c"}

@@ -7,9 +7,7 @@ the deferred instructions.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,8 +30,6 @@ from bridge.frameworks.langchain import (
     ask_user_tool,
 )
 from bridge.tool import PARAMETERS, tool_ask_user
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "langgraph_agent.py"
 
 
 class RecordingModel(GenericFakeChatModel):
@@ -253,14 +249,6 @@ def test_interrupt_sync_graph_round_trip() -> None:
     app.invoke(Command(resume={"Which format?": "my own format"}), THREAD)
     answer = json.loads(str(tool_reply_seen(model).content))["answers"][0]
     assert answer == {"question": "Which format?", "selected": [], "other_text": "my own format"}
-
-
-async def test_example_runs() -> None:
-    spec = importlib.util.spec_from_file_location("langgraph_agent_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert await module.main() == "Writing the summary now."
 
 
 async def test_accepts_a_bridge_tool_or_uses_the_global_chain() -> None:

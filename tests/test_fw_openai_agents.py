@@ -29,7 +29,7 @@ from openai.types.responses import (
     ResponseOutputMessage,
     ResponseOutputText,
 )
-from samples import DATABASE_QUESTION, run_example_offline
+from samples import DATABASE_QUESTION
 from samples import answer_postgres as answer
 
 from bridge import Answer, AskUserDeferred, Question, QuestionSet, tools_interactive
@@ -284,17 +284,3 @@ async def test_arguments_that_are_not_json_pause_then_get_the_fix_message() -> N
     assert resumed.final_output == "Done."
     assert "the arguments are not valid JSON" in model.tool_output(1)
     assert json.loads(model.tool_output(2))["answers"][0]["selected"] == ["Postgres"]
-
-
-def test_example_runs_offline(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run_example_offline("openai_agents_sdk.py", monkeypatch, capsys)
-    assert out == "Writing them as: ['Summary']"
-
-
-def test_defer_example_runs_offline(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run_example_offline("openai_agents_defer.py", monkeypatch, capsys)
-    assert out == "Writing them as: ['Full']"

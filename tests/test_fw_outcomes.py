@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import itertools
 import json
 import re
@@ -76,6 +75,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.messages import ModelResponse as PydanticResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from samples import DATABASE_QUESTION
+from scripted_claude import ASKED, QUESTION, ScriptedClaudeCode
 
 from bridge import Answer, AskUserTool, QuestionSet, tools_interactive
 from bridge.asking import AskPolicy, ChatHandler
@@ -98,7 +98,6 @@ from bridge.validation import validate_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "docs" / "outcomes.md"
-CLAUDE_EXAMPLE = ROOT / "examples" / "claude_agent_sdk_defer.py"
 
 ADAPTERS = (
     "raw",
@@ -868,19 +867,10 @@ async def openai_agents_resumed(world: World) -> None:
     assert model.tool_output(1) == resumed_reads(world.outcome)
 
 
-def claude_code() -> Any:
-    """The scripted Claude Code of examples/claude_agent_sdk_defer.py (it speaks the SDK's
-    control protocol: "defer" stops the run, resuming the session replays the call)."""
-    spec = importlib.util.spec_from_file_location("claude_agent_sdk_defer_example", CLAUDE_EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 async def claude_resumed(world: World) -> None:
-    example = claude_code()
-    claude = example.ScriptedClaudeCode()
+    """Against the scripted Claude Code (``scripted_claude.py``: it speaks the SDK's control
+    protocol -- "defer" stops the run, resuming the session replays the call)."""
+    claude = ScriptedClaudeCode()
     options = ClaudeAgentOptions(hooks=claude_adapter.defer_hooks(world.tool))
     first = query(prompt="Plan.", options=options, transport=claude(options))
     stopped = [m async for m in first][-1]
@@ -895,7 +885,7 @@ async def claude_resumed(world: World) -> None:
     assert isinstance(done, ResultMessage) and done.session_id == stopped.session_id
     decision = claude.decisions[1]
     if world.outcome in ERRORS:
-        reason = resumed_reads(world.outcome, example.ASKED)
+        reason = resumed_reads(world.outcome, ASKED)
         assert decision == {
             "hookEventName": "PreToolUse", "permissionDecision": "deny",
             "permissionDecisionReason": reason,
@@ -903,10 +893,10 @@ async def claude_resumed(world: World) -> None:
         assert done.result == f"Not asked: {reason}"  # what the scripted Claude was told
     else:
         picked = "Summary" if world.outcome == "answered" else TYPED
-        question = example.QUESTION["question"]
+        question = QUESTION["question"]
         assert decision == {
             "hookEventName": "PreToolUse", "permissionDecision": "allow",
-            "updatedInput": {**example.ASKED, "answers": {question: picked}},
+            "updatedInput": {**ASKED, "answers": {question: picked}},
         }  # fmt: skip
         assert done.result == f"Writing them as: {picked}"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import runpy
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,8 +16,8 @@ import jsonschema
 import pytest
 from openai import AsyncOpenAI, OpenAI
 from samples import DATABASE_AND_FEATURES as QUESTIONS
-from samples import EXAMPLES, run_example_offline
 from samples import answer_database_and_features as answer
+from samples import example_globals
 
 from bridge import AskUserDeferred, Question, tool_ask_user, tools_interactive
 from bridge.frameworks.providers import (
@@ -300,7 +299,7 @@ def chat_call(call_id: str, arguments: str) -> Callable[[dict[str, Any]], dict[s
 def test_chat_completions_loop_fix_then_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """The model sends broken JSON, reads the error, fixes the call, and reads the answers."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    run = runpy.run_path(str(EXAMPLES / "openai_raw.py"))["run"]
+    run = example_globals("openai_raw.py")["run"]
     strict_call = {"questions": [{**q, "multiSelect": q.get("multiSelect")} for q in QUESTIONS]}
     model = ScriptedModel(
         [
@@ -323,7 +322,7 @@ def test_chat_completions_loop_fix_then_answer(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_chat_completions_deferral_ends_the_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = runpy.run_path(str(EXAMPLES / "openai_raw.py"))["run"]
+    run = example_globals("openai_raw.py")["run"]
     model = ScriptedModel(
         [
             chat_call("call_1", json.dumps({"questions": QUESTIONS})),
@@ -392,13 +391,6 @@ async def test_responses_api_loop_with_async_client() -> None:
     sent = model.requests[1]["input"][-1]
     assert sent["type"] == "function_call_output" and sent["call_id"] == "call_9"
     assert json.loads(sent["output"])["answers"][0]["selected"] == ["Postgres"]
-
-
-def test_example_runs_offline(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run_example_offline("openai_raw.py", monkeypatch, capsys)
-    assert out == "Writing them as: ['Summary']"
 
 
 def test_bridge_and_the_providers_adapter_import_no_framework() -> None:

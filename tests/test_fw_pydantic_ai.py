@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import runpy
 import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -25,7 +24,6 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from samples import DATABASE_QUESTION as QUESTION
-from samples import EXAMPLES
 from samples import answer_postgres as answer
 
 from bridge import Answer, AskUserDeferred, Question, QuestionSet, tools_interactive
@@ -246,8 +244,3 @@ async def test_results_by_ask_id_and_unknown_ask_ids() -> None:
     await agent.run(message_history=stopped.all_messages(), deferred_tool_results=results)
     [returned] = script.last_parts(1)
     assert returned.model_response_str() == rendered
-
-
-def test_example_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(EXAMPLES / "pydantic_ai_agent.py"), run_name="__main__")
-    assert capsys.readouterr().out.strip() == "Writing them as: ['Full']"

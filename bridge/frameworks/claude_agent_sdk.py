@@ -20,16 +20,32 @@ through the handler there, and when the handler defers the hook answers ``permis
 tool use id. When the answer arrives on the answers feed, :func:`resume_options` gives the options
 that resume the *same* session (``resume=session_id``): Claude Code replays the deferred call, the
 hook allows it with the answers in ``updatedInput`` (or, for an expired or cancelled ask, denies
-it saying why), and the run goes on::
+it saying why), and the run goes on. Pass ``can_use_tool`` as well: Claude Code offers the model
+``AskUserQuestion`` only when its permission prompts go to the SDK, so with the hook alone the
+model never has the tool. The hook decides the question first; the callback gets the other
+tools' permission prompts, which cannot be deferred (a deferring handler refuses them at once),
+so give it a handler that waits, or a ``fallback``::
 
-    options = ClaudeAgentOptions(hooks=defer_hooks(chat_handler))
+    options = ClaudeAgentOptions(
+        hooks=defer_hooks(deferring_handler), can_use_tool=can_use_tool(waiting_handler)
+    )
     ...  # the run ends with result.stop_reason == "tool_deferred"
     async with ClaudeSDKClient(resume_options(options, result, delivery)) as client:
         async for message in client.receive_response(): ...
 
 Resume with ``ClaudeSDKClient`` and no prompt, not ``query()``: the replayed call's hook needs
-stdin open, and ``query()`` closes it at once when the prompt stream is empty. Claude Code honours
-``"defer"`` only when the turn holds that one tool call (v2.1.89+).
+stdin open, and ``query()`` closes it at once when the prompt stream is empty.
+
+``"defer"`` needs Claude Code 2.1.89 or later. The bundled 2.1.332 honours it in a turn with other
+tool calls too -- they run, and the run stops after them, their results kept -- but it keeps one
+deferred call a turn: when several defer, it stops on the one deferred last and drops the others
+from the session. So the hook defers a turn's first ``AskUserQuestion`` call and refuses the
+later ones unasked (nobody sees them), telling the model to put every question in one call
+(:data:`ONE_CALL_A_TURN`). Claude Code 2.1.332 has one more limit: in a session resumed from
+disk (``resume=``, as in every run :func:`resume_options` starts), a deferred call beside any
+other tool call of its turn loses its answer at the next resume (the model reads ``[Tool result
+missing due to internal error]``). A deferred call alone in its turn, or one in the session's
+first run, is answered.
 
 Every other tool's permission request (Bash, Write, ...) is asked through the *same* handler, as
 one two-option question -- "Allow" / "Deny", header "Permission", naming the tool and showing a
@@ -41,6 +57,7 @@ a deferral or a failing handler refuse it. Nothing is approved without a person,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import unicodedata
 from collections.abc import Mapping
@@ -268,19 +285,47 @@ def _answered_output(record: AskRecord, tool_input: Mapping[str, Any]) -> HookJS
     return _pre_tool_use("deny", permissionDecisionReason=render_delivery(record))
 
 
+ONE_CALL_A_TURN = (
+    "These questions were not asked: an earlier AskUserQuestion call in this turn is already "
+    "waiting for the person's answers, and only one call a turn can wait. Nobody saw these "
+    "questions. Put all your questions in one AskUserQuestion call (up to 4), with no other tool "
+    "call in the same turn; if you still need these answers, ask them again that way."
+)
+"""Why the hook refuses an ``AskUserQuestion`` call whose turn already has a deferred one (the
+model reads it after Claude Code's ``PreToolUse:AskUserQuestion hook error: ``)."""
+
+TurnKey = tuple[str, str | None]
+"""A turn as the hook tells them apart: session id and prompt id. The calls of a turn share
+both, and a run that stops on a deferral has no later turn: each run, a resumed one included,
+gets a new prompt id (a replayed call comes with none)."""
+
+
 class AskUserQuestionHook:
     """The ``PreToolUse`` hook :func:`defer_hooks` registers for ``AskUserQuestion``.
 
-    Both mappings are keyed by tool use id and live in this process only: a host that resumes
-    in another process keeps :func:`ask_ids` with the session id.
+    The mappings live in this process only: a host that resumes in another process keeps
+    :func:`ask_ids` with the session id.
+
+    One deferred call a turn: Claude Code runs a call's hook as soon as the call has streamed,
+    while the model may still be writing the next one, and runs the hooks of calls already
+    streamed at once. When several defer, it stops on the one deferred last and drops the others
+    from the session, so their answers would have nowhere to go. The ``AskUserQuestion`` calls of
+    a turn are therefore decided one after the other, in the order they reach the hook; once one
+    is deferred, the later ones are refused unasked with :data:`ONE_CALL_A_TURN`, which the model
+    reads beside the deferred call's answers when the run resumes.
     """
 
     def __init__(self, tool: AskUserTool) -> None:
         self.tool = tool
         self.deferred: dict[str, dict[str, Any]] = {}
-        """``AskUserDeferred.extra`` of each call whose ask was deferred (the run stopped)."""
+        """``AskUserDeferred.extra`` of each call whose ask was deferred (the run stopped), by
+        tool use id."""
         self.resumed: dict[str, AskRecord] = {}
         """The ended ask of each deferred call :func:`resume_options` primed, until replayed."""
+        self.waiting: dict[TurnKey, str] = {}
+        """The tool use id of each turn's deferred call, until Claude Code replays it."""
+        self._deciding: dict[TurnKey, asyncio.Future[None]] = {}
+        """Per turn, the decision its next call waits for (the last call to reach the hook)."""
 
     async def __call__(
         self, hook_input: HookInput, tool_use_id: str | None, context: HookContext
@@ -294,15 +339,41 @@ class AskUserQuestionHook:
         record = self.resumed.pop(call_id, None)
         if record is not None:
             self.deferred.pop(call_id, None)
+            self._replayed(call_id)
             return _answered_output(record, tool_input)
         if call_id in self.deferred:  # replayed before its answer came: still waiting
+            self._replayed(call_id)
             return _pre_tool_use("defer")
+        turn = (hook_input["session_id"], hook_input.get("prompt_id"))
+        earlier = self._deciding.get(turn)
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._deciding[turn] = mine
+        try:
+            if earlier is not None:
+                await asyncio.shield(earlier)
+            return await self._decide(turn, call_id, tool_input)
+        finally:
+            mine.set_result(None)
+            if self._deciding.get(turn) is mine:
+                del self._deciding[turn]
+
+    async def _decide(
+        self, turn: TurnKey, call_id: str, tool_input: Mapping[str, Any]
+    ) -> HookJSONOutput:
+        if turn in self.waiting:  # an earlier call of this turn was deferred
+            return _pre_tool_use("deny", permissionDecisionReason=ONE_CALL_A_TURN)
         decided = await _ask_question(self.tool, tool_input)
         if isinstance(decided, AskUserDeferred):
             extra = dict(decided.extra or {})
             self.deferred[call_id] = json.loads(json.dumps(extra, default=str))
+            self.waiting[turn] = call_id
             return _pre_tool_use("defer")
         return _hook_output(decided)
+
+    def _replayed(self, call_id: str) -> None:
+        """A deferred call came back in a later run: its turn is over."""
+        for turn in [t for t, c in self.waiting.items() if c == call_id]:
+            del self.waiting[turn]
 
 
 def defer_hooks(
@@ -316,7 +387,8 @@ def defer_hooks(
 
     ``handler`` is a core ``ask_user`` tool, a handler callback (a ``ChatHandler`` in defer mode,
     a function) or ``None`` for the process-wide chain. Answers, calls to fix and failures are
-    decided as :func:`can_use_tool` decides them; pass ``can_use_tool`` too for other tools.
+    decided as :func:`can_use_tool` decides them. Pass ``can_use_tool`` too: without it Claude
+    Code does not offer the model ``AskUserQuestion`` at all (and it decides other tools).
     ``timeout`` (seconds) bounds the hook as ``HookMatcher.timeout`` does (Claude Code's default
     is 60): a handler that waits for a person longer than that should defer instead.
     """
@@ -384,6 +456,7 @@ __all__ = [
     "ALLOW",
     "ASK_USER_QUESTION",
     "DENY",
+    "ONE_CALL_A_TURN",
     "PERMISSION_HEADER",
     "AskUserQuestionHook",
     "answer_ask_user_question",
