@@ -60,6 +60,7 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from bridge import metrics, replies
+from bridge.identities import Identities
 from bridge.models import QuestionSet
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Responder
@@ -71,6 +72,7 @@ from bridge.store.base import (
     Store,
     StoreUnavailable,
     SubmitOutcome,
+    SubmitResult,
     form_problems,
     giving_up_after,
 )
@@ -88,11 +90,22 @@ def one_click(questions: QuestionSet) -> bool:
 
 
 class Membership(Protocol):
-    """A platform's lookup of group membership (Slack user groups)."""
+    """A platform's lookup of group membership (Slack user groups, Discord roles), cached for at
+    most a minute: it decides who may answer, and whose agreement still counts."""
 
-    async def groups_of(self, user_id: str, candidates: Sequence[str]) -> tuple[str, ...]:
-        """The ids among ``candidates`` that are groups ``user_id`` belongs to."""
+    async def groups_of(
+        self, user_id: str, candidates: Sequence[str], record: AskRecord | None = None
+    ) -> tuple[str, ...]:
+        """The ids among ``candidates`` that are groups ``user_id`` belongs to (in the place
+        ``record`` was posted, where that matters: a Discord guild)."""
         ...
+
+
+Verified = dict[str, tuple[str, ...]]
+"""Submission key -> the authorising ids of its person as they are now (:meth:`Store.submit`)."""
+VERIFY_ROUNDS = 3
+"""Rounds of re-checking others' authority a judgement allows before it gives up (each finds
+the people who agreed meanwhile)."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +178,7 @@ does not honour the deadline (a group lookup, a read): then a write counts as ma
 class Answering:
     """Judges clicks on asks of one platform: ``store`` for state, ``poster`` to re-render,
     ``replies`` for the words, ``membership`` for group lookups (``None``: only direct ids and
-    :attr:`Caller.groups` count)."""
+    :attr:`Caller.groups` count), ``identities`` for people linked across platforms."""
 
     def __init__(
         self,
@@ -174,6 +187,7 @@ class Answering:
         replies: Replies,
         *,
         membership: Membership | None = None,
+        identities: Identities | None = None,
         store_timeout: float = 5.0,
         ack_budget: float = 1.5,
         settle_at_once: int = 4,
@@ -183,6 +197,10 @@ class Answering:
         self.poster = poster
         self.replies = replies
         self.membership = membership
+        links = Identities.from_env() if identities is None else identities
+        self.identities = links.normalised({poster.platform: poster.answerer})
+        """Who is one person across platforms (default: ``ASK_BRIDGE_IDENTITIES``), this
+        platform's ids in its own form (a malformed map or id is refused here, at start)."""
         self.store_timeout = store_timeout
         self.ack_budget = ack_budget
         self.settle_wait = settle_wait
@@ -201,22 +219,18 @@ class Answering:
     @metrics.judged
     async def pick(self, ask_id: str, question: int, option: int, who: Caller) -> Verdict:
         """A one-click answer: option ``option`` of question ``question``, in one store step
-        (:meth:`Store.pick`); a second only when the person's groups must be looked up."""
+        (:meth:`Store.pick`); more only as :meth:`_judged` says."""
         try:
-            unknown = who.groups is None and self.membership is not None
-            responder = Responder(
-                user_id=who.user_id, name=who.name, groups=tuple(who.groups or ())
-            )
             store = self.store
-            result = await self._guard(
-                store.pick(ask_id, responder, question, option, groups_unknown=unknown),
-                saves=True,
-            )
-            if result.outcome is SubmitOutcome.GROUPS and result.record is not None:
-                responder = await self._responder(result.record, who)
-                result = await self._guard(
-                    store.pick(ask_id, responder, question, option), saves=True
+
+            def send(
+                responder: Responder, unknown: bool, verified: Verified | None
+            ) -> Awaitable[SubmitResult]:
+                return store.pick(
+                    ask_id, responder, question, option, groups_unknown=unknown, verified=verified
                 )
+
+            result = await self._judged(who, send)
             if result.outcome is SubmitOutcome.INVALID and result.record is not None:
                 return self._invalid(result.record, replies.BAD_CONTROL)
             return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
@@ -252,20 +266,19 @@ class Answering:
     @metrics.judged
     async def submit_form(self, ask_id: str, who: Caller, picks: Mapping[int, Picks]) -> Verdict:
         """A submitted form: ``picks`` by question index, checked against the stored question set
-        (see :func:`check_picks`) and submitted in one store step (:meth:`Store.submit_form`); a
-        second only when the person's groups must be looked up."""
+        (see :func:`check_picks`) and submitted in one store step (:meth:`Store.submit_form`);
+        more only as :meth:`_judged` says."""
         try:
-            unknown = who.groups is None and self.membership is not None
-            responder = Responder(
-                user_id=who.user_id, name=who.name, groups=tuple(who.groups or ())
-            )
             store = self.store
-            result = await self._guard(
-                store.submit_form(ask_id, responder, picks, groups_unknown=unknown), saves=True
-            )
-            if result.outcome is SubmitOutcome.GROUPS and result.record is not None:
-                responder = await self._responder(result.record, who)
-                result = await self._guard(store.submit_form(ask_id, responder, picks), saves=True)
+
+            def send(
+                responder: Responder, unknown: bool, verified: Verified | None
+            ) -> Awaitable[SubmitResult]:
+                return store.submit_form(
+                    ask_id, responder, picks, groups_unknown=unknown, verified=verified
+                )
+
+            result = await self._judged(who, send)
             if result.outcome is SubmitOutcome.INVALID and result.record is not None:
                 problems = {i: _problem(p) for i, p in result.problems.items()}
                 first = problems[min(problems)].text
@@ -273,6 +286,48 @@ class Answering:
             return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
         except Unavailable as unavailable:
             return self._unavailable(unavailable)
+
+    async def _judged(
+        self,
+        who: Caller,
+        send: Callable[[Responder, bool, Verified | None], Awaitable[SubmitResult]],
+    ) -> SubmitResult:
+        """A click's or form's store step, one round trip as a rule, and the rounds it may ask
+        for: the person's groups (``GROUPS``, when the platform did not give them), then --
+        when it would make an ask's K people agree -- each other person it would count, their
+        authority as it is now (``VERIFY``): someone removed from the answering group since
+        they submitted no longer approves (:meth:`Store.submit`). Lookups are the platform's
+        (cached a minute); without one, submissions count as they were made."""
+        unknown = who.groups is None and self.membership is not None
+        responder = self._as_responder(who, who.groups or ())
+        verified: Verified | None = {} if self.membership is not None else None
+        result = await self._guard(send(responder, unknown, verified), saves=True)
+        if result.outcome is SubmitOutcome.GROUPS and result.record is not None:
+            responder = await self._responder(result.record, who)
+            result = await self._guard(send(responder, False, verified), saves=True)
+        for _ in range(VERIFY_ROUNDS):
+            if result.outcome is not SubmitOutcome.VERIFY or verified is None:
+                return result
+            assert result.record is not None  # a VERIFY carries the ask as it stands
+            for key in result.verify:
+                verified[key] = await self._authority(result.record, key)
+            result = await self._guard(send(responder, False, verified), saves=True)
+        if result.outcome is SubmitOutcome.VERIFY:  # others kept arriving: nothing was recorded
+            raise Unavailable("agreement kept changing while it was checked", maybe_saved=False)
+        return result
+
+    async def _authority(self, record: AskRecord, key: str) -> tuple[str, ...]:
+        """The ids that authorise the person behind submission ``key`` now: their own (and,
+        linked across platforms, their others), which the ask names or not, and their groups
+        among its answerers as the platform says today (:meth:`Store.submit`'s ``verified``)."""
+        held = next((s for s in record.submissions if s.key == key), None)
+        if held is None:
+            return ()
+        ids = self.identities.linked_ids(key) or (held.user_id,)
+        if not record.answerers or set(ids) & set(record.answerers) or self.membership is None:
+            return ids
+        lookup = self.membership.groups_of(held.user_id, record.answerers, record)
+        return (*ids, *await self._guard(lookup, saves=False))
 
     def _unavailable(self, failure: Unavailable) -> Verdict:
         """The store (or a lookup) failed: the person is told nothing was saved only when that
@@ -320,11 +375,24 @@ class Answering:
         groups = who.groups or ()
         lookup = self.membership
         if who.groups is None and lookup is not None and record.answerers:
-            if who.user_id not in record.answerers:
+            named = {who.user_id, *self.identities.aliases(self.poster.platform, who.user_id)}
+            if not named & set(record.answerers):
                 groups = await self._guard(
-                    lookup.groups_of(who.user_id, record.answerers), saves=False
+                    lookup.groups_of(who.user_id, record.answerers, record), saves=False
                 )
-        return Responder(user_id=who.user_id, name=who.name, groups=tuple(groups))
+        return self._as_responder(who, groups)
+
+    def _as_responder(self, who: Caller, groups: Sequence[str]) -> Responder:
+        """The person behind ``who``: linked across platforms by the identity map, their
+        submission is kept as the person's, and their other ids authorise them too."""
+        platform = self.poster.platform
+        return Responder(
+            user_id=who.user_id,
+            name=who.name,
+            groups=tuple(groups),
+            person=self.identities.person(platform, who.user_id),
+            aliases=self.identities.aliases(platform, who.user_id),
+        )
 
     async def _guard(self, op: Awaitable[T], *, saves: bool) -> T:
         """Run a store operation or lookup within ``store_timeout``; any failure means

@@ -40,6 +40,7 @@ from bridge import metrics
 from bridge.deferred import AskUserDeferred
 from bridge.errors import NotAnswered, PostFailed
 from bridge.followups import follow_ups, parse_destination
+from bridge.identities import IDENTITIES_ENV, Identities
 from bridge.models import Option, Question, QuestionSet
 from bridge.poster import Poster
 from bridge.record import (
@@ -54,7 +55,7 @@ from bridge.record import (
 from bridge.rendering import show_final
 from bridge.result import AskUserAnswered, ToolOutcome, unanswered_text
 from bridge.store.base import Store
-from bridge.webhooks import MAX_NOTIFY, check_url
+from bridge.webhooks import check_notify
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +99,25 @@ class AskPolicy(BaseModel):
     escalate_to: Destination | str | None = None
     notify: tuple[str, ...] = ()
     """Webhook URLs (http or https) told of this ask's outcome when it ends, besides
-    ``ASK_BRIDGE_WEBHOOK_URL``; delivered by ``serve`` (:mod:`bridge.webhooks`)."""
+    ``ASK_BRIDGE_WEBHOOK_URL``; delivered by ``serve`` (:mod:`bridge.webhooks`). Each must be
+    under a prefix of ``ASK_BRIDGE_WEBHOOK_DESTINATIONS``, the operator's allow-list (checked
+    here, from the environment: a URL nobody allowed is refused before anything is stored)."""
+
+    @field_validator("answerers")
+    @classmethod
+    def _answerers(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+        """Each id trimmed and named once, on any platform (``"U0A "`` is ``U0A``); the
+        platform's own rules (case, what an id looks like) come with its poster, when a
+        :class:`ChatHandler` takes the policy (:func:`check_required`)."""
+        kept = tuple(dict.fromkeys(a.strip() for a in ids))
+        if "" in kept:
+            raise ValueError("an answerer id is empty: give a user or group id, or none for anyone")
+        return kept
 
     @field_validator("notify")
     @classmethod
     def _notify(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
-        if len(urls) > MAX_NOTIFY:
-            raise ValueError(f"at most {MAX_NOTIFY} webhook URLs per ask, not {len(urls)}")
-        return tuple(check_url(url) for url in urls)
+        return check_notify(urls)
 
     @model_validator(mode="after")
     def _escalation(self) -> AskPolicy:
@@ -127,12 +139,27 @@ class AskPolicy(BaseModel):
 
 
 def check_required(
-    policy: AskPolicy, poster: Poster, destination: Destination | None = None
-) -> None:
-    """Refuse (``ValueError``, one clear line) a policy that could never be answered: it names
-    only individual people as answerers, fewer than it requires to agree; or it requires
-    several people but goes to one person's DM (``destination.user``, no channel) with no
-    escalation to show it to anyone else."""
+    policy: AskPolicy,
+    poster: Poster,
+    destination: Destination | None = None,
+    posters: Mapping[str, Poster] | None = None,
+    *,
+    identities: Identities | None = None,
+) -> AskPolicy:
+    """The policy as an ask posted by ``poster`` takes it: its answerers in the platform's own
+    form, each once (:func:`platform_answerers`). Refuses (``ValueError``, one clear line) a
+    policy that could never be answered: an answerer id that cannot be anyone's there; only
+    individual people named as answerers, fewer distinct ones than it requires to agree; or
+    several people required but the ask goes to one person's DM (``destination.user``, no
+    channel) with no escalation to show it to anyone else. ``posters``: those of other
+    platforms, by name (an escalation's, whose ids may be named too).
+
+    Also refused: several people required and an escalation to another platform, unless every
+    answerer is linked on both by ``identities`` (:mod:`bridge.identities`): otherwise one
+    person answering on each would count as two."""
+    links = identities or Identities()
+    answerers = platform_answerers(policy, poster, posters or {})
+    _check_people_across(policy, poster.platform, answerers, links)
     if (
         policy.required > 1
         and destination is not None
@@ -144,14 +171,97 @@ def check_required(
             f"{policy.required} people must agree but the ask goes to one person's DM "
             f"({destination.user}): post it in a channel, escalate it, or require 1"
         )
-    named = set(policy.answerers)
-    if policy.required > 1 and named and all(poster.individual(a) for a in named):
-        if len(named) < policy.required:
+    if policy.required > 1 and answerers and all(poster.individual(a) for a in answerers):
+        people = {links.person_named(a) or a for a in answerers}  # linked ids: one person
+        if len(people) < policy.required:
             raise ValueError(
-                f"{policy.required} people must agree but only {len(named)} may answer "
-                f"({', '.join(sorted(named))}): name more answerers (or a group), or require "
+                f"{policy.required} people must agree but only {len(people)} may answer "
+                f"({', '.join(sorted(answerers))}): name more answerers (or a group), or require "
                 "fewer"
             )
+    if answerers == policy.answerers:
+        return policy
+    return policy.model_copy(update={"answerers": answerers})
+
+
+def _check_people_across(
+    policy: AskPolicy, platform: str, answerers: tuple[str, ...], links: Identities
+) -> None:
+    """An ask several people must agree on, escalated to another platform, needs each answerer
+    linked on both (``ASK_BRIDGE_IDENTITIES``): a click on each platform by one person would
+    count twice otherwise, and nobody could tell. Raises ``ValueError`` in one line."""
+    follow = policy.follow_ups(platform)
+    if policy.required < 2 or follow is None or follow.escalate_to is None:
+        return
+    there = follow.escalate_to.platform
+    if there == platform:
+        return
+    if not answerers:
+        raise ValueError(
+            f"{policy.required} people must agree and the ask escalates from {platform} to "
+            f"{there}: with anyone allowed to answer, one person answering on both would count "
+            f"twice. Name the answerers and link each one's {platform} and {there} ids in "
+            f"{IDENTITIES_ENV}, or require 1"
+        )
+    unlinked = links.unlinked(answerers, (platform, there))
+    if unlinked:
+        shown = ", ".join(unlinked[:_MAX_NAMED_IDS])
+        more = (
+            f" and {len(unlinked) - _MAX_NAMED_IDS} more" if len(unlinked) > _MAX_NAMED_IDS else ""
+        )
+        raise ValueError(
+            f"{policy.required} people must agree and the ask escalates from {platform} to "
+            f"{there}, but {shown}{more} {'is' if len(unlinked) == 1 else 'are'} not linked to "
+            f"one person on both in {IDENTITIES_ENV} (a group never is): link them, name "
+            "linked people, or require 1"
+        )
+
+
+_MAX_NAMED_IDS = 5
+"""Refused answerer ids a refusal names; the rest are counted."""
+
+
+def platform_answerers(
+    policy: AskPolicy, poster: Poster, posters: Mapping[str, Poster]
+) -> tuple[str, ...]:
+    """The policy's answerers in the form of the platform they are ids of (:meth:`Poster.answerer`:
+    ``u0alice`` is Slack's ``U0ALICE``), each once; ``ValueError`` naming, in one line, those
+    that cannot be anyone's.
+
+    An ask escalated to another platform (``escalate_to``) may also name that platform's people,
+    since who may answer does not change: an id ``poster`` refuses is judged by that platform's
+    poster (from ``posters``), and kept as given when there is none to ask."""
+    follow = policy.follow_ups(poster.platform)
+    there = follow.escalate_to.platform if follow and follow.escalate_to else poster.platform
+    other = posters.get(there) if there != poster.platform else None
+    untold = there != poster.platform and other is None
+    kept: list[str] = []
+    bad: list[str] = []
+    for raw in policy.answerers:
+        found = poster.answerer(raw)
+        if found is None and other is not None:
+            found = other.answerer(raw)
+        if found is None and untold:
+            found = raw.strip() or None
+        if found is None:
+            bad.append(raw)
+        else:
+            kept.append(found)
+    if bad:
+        raise ValueError(_refused_ids(bad, [poster, *([other] if other else [])]))
+    return tuple(dict.fromkeys(kept))
+
+
+def _refused_ids(bad: list[str], judges: list[Poster]) -> str:
+    """One line naming the answerer ids no platform of the ask takes, and what theirs look like."""
+    names = ", ".join(repr(b[:40]) for b in bad[:_MAX_NAMED_IDS])
+    if len(bad) > _MAX_NAMED_IDS:
+        names += f" and {len(bad) - _MAX_NAMED_IDS} more"
+    one = len(bad) == 1
+    subject = f"answerer {names} is not an id" if one else f"answerers {names} are not ids"
+    where = " or ".join(j.platform for j in judges)
+    rules = "; ".join(j.answerer_rule for j in judges if j.answerer_rule)
+    return f"{subject} of anyone who may answer on {where}" + (f": {rules}" if rules else "")
 
 
 @dataclass(slots=True)
@@ -252,16 +362,22 @@ class ChatHandler:
         policy: AskPolicy | None = None,
         *,
         posters: Mapping[str, Poster] | None = None,
+        identities: Identities | None = None,
     ) -> None:
         self.poster = poster
         self.store = store
         self.destination = destination
-        self.policy = policy or AskPolicy()
         self.posters = {**(posters or {}), poster.platform: poster}
         """Every platform this handler shows an ask ending on when it ends the ask itself (a
         timeout, a cancellation): its own, and ``posters`` given for an escalation's platform;
         a message on any other is shown ended by a sweeper holding that platform's poster."""
-        check_required(self.policy, poster, destination)
+        links = Identities.from_env() if identities is None else identities
+        links = links.normalised({name: p.answerer for name, p in self.posters.items()})
+        self.policy = check_required(
+            policy or AskPolicy(), poster, destination, self.posters, identities=links
+        )
+        """The policy given, its answerers in the platform's own form (refused here, before
+        anything is posted, if it could never be answered)."""
 
     async def __call__(
         self, questions: Sequence[Question], context: Mapping[str, Any]

@@ -8,22 +8,38 @@ fields a lifecycle step carries (``ask_id``, ``step``, ``platform``, ``channel``
 (a container, a service manager) and text on a terminal. ``LOG_QUESTIONS=1`` adds the question
 texts to lifecycle lines (off by default: they may be confidential). Every line passes through
 :func:`scrub`, which masks Slack tokens and passwords in URLs whatever logged them.
+
+Logging never waits on stderr (:class:`QueuedStderr`). A log collector that stops reading fills
+the pipe, and a write to a full pipe blocks: ``serve`` once stopped answering every click and
+ignored SIGTERM that way, its event loop stuck in a log call. So a record is formatted where it
+is logged and its line queued (at most :data:`QUEUE_LINES`), and one thread writes the queue to
+stderr; it alone waits on a full pipe. When the queue is full, lines are dropped and counted, and
+one line says how many once the writer has caught up. A command ends with :func:`close`, which
+gives the writer :data:`FLUSH_WITHIN` seconds to write what is queued, and never more.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import queue
 import re
 import sys
+import threading
 import time
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+QUEUE_LINES = 10_000
+"""Log lines waiting for stderr at most (a few MB); more are dropped, and counted."""
+FLUSH_WITHIN = 2.0
+"""Seconds a command's end waits for its queued log lines to be written (SIGTERM: within 10 s)."""
+DROPPED = "%d log lines dropped: the log output was not being read"
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _SECRETS = re.compile(
     r"(xox[abposr]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(://[^/\s:@]*:)[^@\s/]+@|(Bot )[\w.-]{20,}"
@@ -103,15 +119,140 @@ class _ScrubbingText(logging.Formatter):
         return scrub(super().format(record))
 
 
+class QueuedStderr(logging.Handler):
+    """A handler that never waits on ``stream``: each record is formatted in the thread that
+    logs it, and the line goes to a bounded queue that a thread of its own writes out.
+
+    ``stream`` is written through its file descriptor, not the file object: the writer may be
+    stuck in a write for ever, and the interpreter, at exit, flushes ``sys.stderr`` under the
+    same lock its writes take (a stuck daemon thread holding it aborts the exit). A stream with
+    no descriptor (a test's capture) is written as a file object. Not a
+    ``logging.handlers.QueueListener``: its ``stop()`` waits for the writer without a bound, and
+    ``logging.shutdown`` takes its handlers' locks again at exit -- a writer stuck on a full pipe
+    would hang the exit either way."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self._lines: queue.Queue[str | threading.Event | None] = queue.Queue(QUEUE_LINES)
+        self._stream = stream
+        self._encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            self._fd: int | None = stream.fileno()
+        except (OSError, ValueError):  # io.UnsupportedOperation is both
+            self._fd = None
+        self._dropped = 0
+        self._counting = threading.Lock()
+        self._closed = False
+        self._writer = threading.Thread(target=self._write_all, name="log writer", daemon=True)
+        self._writer.start()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record)
+        except Exception:
+            self.handleError(record)
+            return
+        self._put(line)
+
+    def say(self, line: str) -> None:
+        """``line`` as it is (not a record: a command's own line), after the lines logged before
+        it; waits up to :data:`FLUSH_WITHIN` seconds for room in the queue, then drops it."""
+        try:
+            self._lines.put(line, timeout=FLUSH_WITHIN)
+        except queue.Full:
+            with self._counting:
+                self._dropped += 1
+
+    def _put(self, line: str) -> None:
+        """Queue ``line``, or drop it and count it. Once lines were dropped, the next ones are
+        too until the writer has caught up with half the queue, then one line tells how many
+        were lost: a stalled reader gets one gap and one report, not a line lost here and there
+        each with a report of its own."""
+        with self._counting:
+            if self._dropped and self._lines.qsize() > QUEUE_LINES // 2:
+                self._dropped += 1
+                return
+            try:
+                if self._dropped:
+                    self._lines.put_nowait(self._report(self._dropped))
+                    self._dropped = 0
+                self._lines.put_nowait(line)
+            except queue.Full:
+                self._dropped += 1
+
+    def _report(self, dropped: int) -> str:
+        record = logging.LogRecord(
+            __name__, logging.WARNING, __file__, 0, DROPPED, (dropped,), None
+        )
+        return self.format(record)
+
+    def _write_all(self) -> None:
+        while (item := self._lines.get()) is not None:
+            if isinstance(item, threading.Event):
+                item.set()
+            else:
+                self._write(item + "\n")
+
+    def _write(self, text: str) -> None:
+        try:
+            if self._fd is None:
+                self._stream.write(text)
+                self._stream.flush()
+                return
+            data = text.encode(self._encoding, "backslashreplace")
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except (OSError, ValueError):  # stderr closed: the line goes nowhere, as a print's would
+            pass
+
+    def flush(self) -> None:
+        """Wait up to :data:`FLUSH_WITHIN` seconds for the queued lines to be written (and the
+        count of dropped ones, if any, to be told)."""
+        if self._closed:
+            return
+        deadline = time.monotonic() + FLUSH_WITHIN
+        with self._counting:
+            if self._dropped:
+                try:
+                    self._lines.put_nowait(self._report(self._dropped))
+                    self._dropped = 0
+                except queue.Full:
+                    pass
+        written = threading.Event()
+        try:
+            self._lines.put(written, timeout=FLUSH_WITHIN)
+        except queue.Full:
+            return
+        written.wait(max(0.0, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        """Flush (bounded), then stop the writer if it is not stuck: a stuck one is a daemon
+        thread, and ends with the process."""
+        self.flush()
+        if not self._closed:
+            self._closed = True
+            try:
+                self._lines.put_nowait(None)
+            except queue.Full:
+                pass
+        super().close()
+
+
+_output: QueuedStderr | None = None
+"""The handler :func:`setup` installed, until :func:`close`."""
+
+
 def setup(level: str) -> None:
-    """Configure the root logger on stderr at ``level``, in ``LOG_FORMAT`` (:class:`LogSettings`).
-    Called once per process by the command line."""
+    """Configure the root logger on stderr at ``level``, in ``LOG_FORMAT`` (:class:`LogSettings`),
+    through a :class:`QueuedStderr`. Called by the command line as a command starts; :func:`close`
+    as it ends."""
     chosen = settings()
     name = level.upper()
     fmt = chosen.format
     if fmt == "auto":
         fmt = "text" if sys.stderr.isatty() else "json"
-    handler = logging.StreamHandler(sys.stderr)
+    close()
+    handler = QueuedStderr(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else _ScrubbingText(TEXT_FORMAT))
     root = logging.getLogger()
     for old in list(root.handlers):
@@ -119,3 +260,26 @@ def setup(level: str) -> None:
     handler.setLevel(name)  # a logger set lower for its own handlers still prints nothing here
     root.addHandler(handler)
     root.setLevel(name)
+    global _output
+    _output = handler
+
+
+def say(line: str) -> None:
+    """``line`` on stderr, as it is, in order with the log lines and without waiting on stderr
+    (:meth:`QueuedStderr.say`): a command's ready line, its one-line failure. Printed directly
+    when logging is not set up."""
+    if _output is None:
+        print(line, file=sys.stderr, flush=True)
+    else:
+        _output.say(line)
+
+
+def close() -> None:
+    """The end of a command: write what is queued (within :data:`FLUSH_WITHIN` seconds) and
+    stop logging through the queue. Whatever is logged later (at the interpreter's exit) gets
+    Python's last-resort handler: warnings and errors, straight to stderr."""
+    global _output
+    if _output is not None:
+        logging.getLogger().removeHandler(_output)
+        _output.close()
+        _output = None

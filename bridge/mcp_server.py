@@ -25,10 +25,12 @@ arrives on the answers feed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +47,7 @@ from bridge.platform import Platform, PlatformUnavailable, resolve_platform
 from bridge.record import Destination
 from bridge.result import HANDLER_FAILED, ToolOutcome
 from bridge.store.base import Store
+from bridge.text import typed
 from bridge.tool import AskUserCallback, AskUserTool, tool_ask_user, tools_interactive
 from bridge.validation import questions_from_arguments, validate_questions
 
@@ -175,9 +178,10 @@ def answers_from_form(
         labels = q.option_labels()
         unknown = [p for p in picked if p and p not in labels]
         other_parts = [*unknown]
-        typed = content.get(_field(i) + OTHER_SUFFIX)
-        if isinstance(typed, str) and typed.strip():
-            other_parts.append(typed.strip())
+        own = content.get(_field(i) + OTHER_SUFFIX)
+        kept = typed(own) if isinstance(own, str) else None  # judged as a chat judges it
+        if kept is not None:
+            other_parts.append(kept)
         other = ", ".join(other_parts) or None
         selected = tuple(label for label in labels if label in picked)
         if not q.multiSelect:
@@ -485,17 +489,43 @@ async def serve_http(
     :mod:`bridge.mcp_access` from the bound address: with ``token``, every request must carry it
     as a bearer token; without one the address must be loopback (else ``ValueError``), and
     requests whose ``Host`` or ``Origin`` is not local are refused (DNS-rebinding protection).
+
+    Cancelled, the server stops as uvicorn stops on a signal -- no new connections, requests in
+    flight get :data:`~bridge.http_server.SHUTDOWN_GRACE` seconds, the application's shutdown
+    runs -- and the cancellation goes on. Cut short instead, the application's lifespan task
+    was left to ``asyncio.run`` to cancel, and uvicorn logged that as an error with a traceback.
+    uvicorn logs through the process's logging (``log_config=None``: its own configuration
+    would add a handler that writes to stderr directly, waiting on it) and leaves the signals
+    to :func:`bridge.runtime.stop_on_signals`.
     """
     import uvicorn
 
+    from bridge.http_server import SHUTDOWN_GRACE
     from bridge.mcp_access import http_app_options
+
+    class Uvicorn(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
 
     host, port = sock.getsockname()[:2]
     options = http_app_options(host, port, token)
     app = server.streamable_http_app(streamable_http_path=path, **options)
     app.router.routes.append(metrics_route(guarded=token is not None))
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        log_config=None,
+        lifespan="on",
+        timeout_graceful_shutdown=int(SHUTDOWN_GRACE),
+    )
+    http = Uvicorn(config)
+    serving = asyncio.ensure_future(http.serve(sockets=[sock]))
+    try:
+        await asyncio.shield(serving)
+    finally:
+        http.should_exit = True
+        await serving
 
 
 __all__ = [

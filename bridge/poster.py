@@ -28,6 +28,18 @@ class Poster(ABC):
         (final, or pending with the submissions of an ask that needs several people); the caller
         passes a copy naming each message of the ask in turn."""
 
+    answerer_rule: str = ""
+    """What this platform's answerer ids look like, in words, for a refusal of one that is not
+    (:meth:`answerer`); empty when it cannot tell."""
+
+    def answerer(self, answerer: str) -> str | None:
+        """``answerer`` (an id given for ``AskPolicy.answerers``) in this platform's own form --
+        trimmed, cased as the platform writes its ids -- or ``None`` when it cannot be the id of
+        a person or group here. Two spellings of one id become one, so an ask counts the people
+        it names (``required``), lets them answer (the platform's clicks carry its own form) and
+        reminds each once. This default, for a platform that cannot tell, only trims."""
+        return answerer.strip() or None
+
     def individual(self, answerer: str) -> bool:
         """Whether ``answerer`` (an id of ``AskPolicy.answerers``) names one person on this
         platform, not a group. An ask naming only individuals, fewer than it requires to agree,
@@ -37,7 +49,8 @@ class Poster(ABC):
 
     async def remind(self, record: AskRecord, n: int) -> None:
         """Post reminder ``n`` as a reply to ``record.message`` (in its thread): it mentions who
-        may answer -- or the channel's people when anyone may -- and says the question still
-        waits, and since when (:meth:`bridge.replies.Replies.reminder`), notifying nobody else.
-        A platform that cannot reply raises ``NotImplementedError`` (the sweeper logs it)."""
+        may answer and has not yet (:func:`bridge.replies.to_remind`) -- or the channel's people
+        when anyone may -- and says the question still waits, and since when
+        (:meth:`bridge.replies.Replies.reminder`), notifying nobody else. A platform that cannot
+        reply raises ``NotImplementedError`` (the sweeper logs it)."""
         raise NotImplementedError(f"{self.platform} cannot post reminders")

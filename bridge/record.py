@@ -81,13 +81,32 @@ class FollowUps(BaseModel):
 
 
 class Responder(BaseModel):
-    """Who answered (or tried to): platform user id, display name, and resolved group ids."""
+    """Who answered (or tried to): platform user id, display name, and resolved group ids.
+
+    ``person`` and ``aliases`` come from the operator's identity map (:mod:`bridge.identities`)
+    for a user linked across platforms: the person's key, under which their submission is kept
+    whichever platform it came from (so one human counts once toward ``required``), and their
+    ids on the other platforms, which authorise them as their own id would."""
 
     model_config = ConfigDict(frozen=True)
 
     user_id: str
     name: str | None = None
     groups: tuple[str, ...] = ()
+    person: str | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Whose submission this is: the linked person, else the platform user."""
+        return self.person or self.user_id
+
+    @property
+    def authorising(self) -> tuple[str, ...]:
+        """The ids besides :attr:`key` that may name this person among an ask's answerers:
+        their groups, their ids on other platforms, and their own id when the key is not it."""
+        own = (self.user_id,) if self.person else ()
+        return (*own, *self.aliases, *self.groups)
 
     @field_validator("name")
     @classmethod
@@ -116,6 +135,16 @@ class Submission(BaseModel):
     name: str | None = None
     at: float
     answers: tuple[Answer, ...]
+    person: str | None = None
+    """The linked person it was submitted as (:attr:`Responder.person`), if any."""
+    withdrawn: bool = False
+    """Its person no longer had the authority to answer when it would have counted (removed
+    from the answering group or role since): shown as withdrawn, never counted."""
+
+    @property
+    def key(self) -> str:
+        """Whose submission this is: one per person (or per platform user, when unlinked)."""
+        return self.person or self.user_id
 
     @property
     def typed(self) -> bool:
@@ -175,13 +204,15 @@ class AskRecord(BaseModel):
         if not self.answerers:
             return True
         allowed = set(self.answerers)
-        return who.user_id in allowed or any(g in allowed for g in who.groups)
+        return who.key in allowed or any(i in allowed for i in who.authorising)
 
     def agreeing(self, answers: tuple[Answer, ...] | None = None) -> list[Submission]:
         """The submissions that agree with ``answers`` (default: the ask's answers) and count
         toward ``required``: equal answers and no typed text."""
         target = self.answers if answers is None else answers
-        return [s for s in self.submissions if not s.typed and s.answers == target]
+        return [
+            s for s in self.submissions if not s.typed and not s.withdrawn and s.answers == target
+        ]
 
     def who_answered(self) -> list[Submission]:
         """Who answered an answered ask, as submissions: the agreeing people (K >= 2), or the one

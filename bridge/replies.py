@@ -25,6 +25,8 @@ MAX_ANSWERERS_SHOWN = 10
 MAX_SUBMISSIONS_SHOWN = 10
 """Submissions a pending message lists (the latest); the earlier ones are counted."""
 TYPED_NEVER_COUNTS = "typed answers are shown but never count toward agreement"
+WITHDRAWN = "withdrawn: no longer allowed to answer"
+"""How a submission shows once its person lost the authority that admitted it."""
 
 TRY_AGAIN = (
     "The bridge can't reach its store right now, so nothing was saved: try again in a moment."
@@ -127,8 +129,11 @@ class Replies:
 
     def submission(self, record: AskRecord, sub: Submission) -> str:
         """One submission as the pending message lists it: ``1 of 2: <mention> chose <labels>``
-        (how many agree with it of how many are needed), or a typed one, which never counts."""
+        (how many agree with it of how many are needed), or a typed or withdrawn one, which
+        never counts."""
         who = self.mention(sub.user_id)
+        if sub.withdrawn:
+            return f"{who} chose {self.choice(sub.answers)} ({WITHDRAWN})"
         if sub.typed:
             return f"{who} answered {self.choice(sub.answers)} (typed: doesn't count)"
         agree = len(record.agreeing(sub.answers))

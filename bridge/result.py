@@ -22,7 +22,7 @@ from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.models import Answer, Question, QuestionSet
 from bridge.record import Submission
-from bridge.text import encodable
+from bridge.text import typed
 
 HANDLER_FAILED = "could not get the person's answer: "
 OTHER_TEXT_SEPARATOR = "; "
@@ -40,11 +40,15 @@ class _Draft:
     seen: bool = False
 
     def add(self, value: str) -> None:
-        """A label goes to ``selected``; any other non-empty text is the person's own answer."""
-        text = encodable(value.strip())
-        if not text:
+        """A label goes to ``selected``; any other text is the person's own answer, as
+        :func:`bridge.text.typed` keeps it (what they see of it), unless they would see nothing
+        of it: the rule a store judges typed text by, for answers that come through a handler."""
+        labels = self.question.option_labels()
+        label = value.strip()
+        text = label if label in labels else typed(value)
+        if text is None:
             return
-        if text in self.question.option_labels():
+        if text in labels:
             self.selected.add(text)
         elif text not in self.texts:
             self.texts.append(text)

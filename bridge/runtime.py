@@ -24,7 +24,7 @@ import asyncio
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -197,10 +197,16 @@ async def serving(
         if webhooks is not None and webhooks.enabled:
             from bridge.webhooks import WebhookWorker, shown_url
 
-            worker = WebhookWorker(store, webhooks.secret, url=webhooks.url)
+            worker = WebhookWorker(
+                store,
+                url=webhooks.url,
+                secret=webhooks.secret,
+                destinations=webhooks.destinations,
+            )
             notifying = asyncio.create_task(worker.run(), name="ask-bridge webhooks")
-            where = shown_url(webhooks.url) if webhooks.url else "each ask's notify URLs only"
-            log.info("webhooks: sending the outcome of every ended ask to %s", where)
+            where = shown_url(webhooks.url) if webhooks.url else "no URL for every ask"
+            allowed = len(webhooks.destinations)
+            log.info("webhooks: sending outcomes (%s; %d notify prefixes)", where, allowed)
         watching = asyncio.create_task(health.watch()) if health is not None else None
         running: dict[asyncio.Task[None], str] = {}
         try:
@@ -292,18 +298,22 @@ class Runtime:
             notify=notify,
         )
 
-    async def reachable(self) -> None:
-        """Raise :class:`~bridge.store.base.StoreUnavailable` at once, in one line naming
-        ``REDIS_URL`` (redacted), when the shared store cannot be reached now."""
+    async def reachable(self, waiting: Callable[[str], object] | None = None) -> None:
+        """Raise :class:`~bridge.store.base.StoreUnavailable`, in one line naming ``REDIS_URL``
+        (redacted), when the shared store cannot be reached within ``ASK_BRIDGE_REDIS_WAIT``
+        seconds (a Redis restarting as the process starts is waited for); ``waiting``: how to
+        tell a person after the first second (:func:`bridge.redis_probe.reach`)."""
         if self.settings.redis_url:
-            from bridge.redis_probe import probe
+            from bridge.redis_probe import reach
 
-            await probe(self.settings.redis_url)
+            await reach(self.settings.redis_url, seconds=self.settings.redis_wait, waiting=waiting)
 
-    async def ready_to_ask(self, platform: Platform) -> None:
-        """Before posting: the store is reachable and ``platform`` accepts its credentials
-        (standalone, :meth:`own_clicks` checks them as it starts receiving)."""
-        await self.reachable()
+    async def ready_to_ask(
+        self, platform: Platform, waiting: Callable[[str], object] | None = None
+    ) -> None:
+        """Before posting: the store is reachable (:meth:`reachable`) and ``platform`` accepts
+        its credentials (standalone, :meth:`own_clicks` checks them as it starts receiving)."""
+        await self.reachable(waiting)
         if not self.standalone:
             await check_credentials(platform)
 

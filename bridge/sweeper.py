@@ -32,6 +32,7 @@ from bridge import metrics
 from bridge.backoff import StateLog
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus
+from bridge.redis_acl import refusal
 from bridge.render_queue import RENDER_BACKLOG, RenderQueue
 from bridge.rendering import show_final
 from bridge.store.base import (
@@ -242,16 +243,24 @@ class Sweeper:
         fatal (a store that is down once when it goes and once when it is back, not every
         round)."""
         store_state = StateLog(log, "sweep: store unavailable")
+        refused: str | None = None  # Redis refusing its user a command: said once, not per round
         try:
             while True:
                 try:
                     await self.sweep()
                     store_state.ok()
+                    refused = None
                 except StoreUnavailable as exc:
                     metrics.store_error("sweep")
                     store_state.failed(exc)
-                except Exception:
-                    log.warning("sweep failed; retrying in %.1f s", self.interval, exc_info=True)
+                except Exception as exc:
+                    if (said := refusal(exc)) is None:
+                        log.warning(
+                            "sweep failed; retrying in %.1f s", self.interval, exc_info=True
+                        )
+                    elif said != refused:
+                        log.error("sweep failed: %s", said)
+                    refused = said
                 await asyncio.sleep(self.interval)
         finally:
             await self.aclose()

@@ -5,7 +5,10 @@ overrides, word joiners, soft hyphens, byte order marks, Hangul fillers, Unicode
 (which can smuggle whole hidden sentences), stray variation selectors, and control characters. With
 them "Approve" and "Appro\\u200bve" are two options that look the same, and a label of "\\u200b"
 looks empty. :func:`visible` removes them (one rule, used by validation and by every platform's
-rendering), :func:`look` is the key under which two texts look the same.
+rendering), :func:`look` is the key under which two texts look the same, and :func:`blank` is the
+one rule for "empty": a question, label or typed answer a person would see nothing of. People's
+typed answers are kept as :func:`typed` makes them: what the person saw, nothing hidden (a
+teammate cannot smuggle tag characters or a terminal's escape sequences to the model).
 
 What is kept, so emoji still work: a zero-width joiner between two symbols (👨‍💻, 🏳️‍🌈) and a
 text or emoji presentation selector (U+FE0E, U+FE0F) directly after a non-ASCII symbol or
@@ -20,8 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_ALWAYS = re.compile(
-    r"["
+_ALWAYS_CHARS = (
     r"\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 and C1 controls, except tab and newline
     r"\u00ad\u034f\u061c"  # soft hyphen, combining grapheme joiner, Arabic letter mark
     r"\u115f\u1160\u17b4\u17b5\u180b-\u180f"  # Hangul fillers, Khmer inherent vowels, Mongolian
@@ -31,12 +33,35 @@ _ALWAYS = re.compile(
     r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"  # shorthand and musical format controls
     r"\U000e0000-\U000e0fff"  # tag characters, variation selectors 17-256
     r"\ud800-\udfff"  # lone surrogates (no character at all; unencodable)
-    r"]"
 )
+_ALWAYS = re.compile(f"[{_ALWAYS_CHARS}]")
 """Characters removed wherever they are: controls and Unicode's default-ignorable characters,
 except the three kept in emoji (ZWJ U+200D, selectors U+FE0E and U+FE0F)."""
 
-_LINE_BREAKS = str.maketrans({"\u2028": "\n", "\u2029": "\n"})
+_JOINERS = re.compile(r"[\u200d\ufe0e\ufe0f]")
+"""The characters :func:`visible` keeps or drops by their neighbours: a text without any (nearly
+every text) skips that character-by-character pass."""
+
+_BLANK = re.compile(f"[\\s\u2800\u200d\ufe0e\ufe0f{_ALWAYS_CHARS}]*")
+"""A text a person sees nothing of: whitespace (the braille blank U+2800 looks like one) and
+characters :func:`visible` removes. Matched in C and stopped at the first visible character, so
+judging a long typed answer costs next to nothing; equal to ``not look(text)``, which the tests
+hold it to."""
+
+_LINE_BREAKS = str.maketrans(
+    {
+        "\r": "\n",
+        "\x0b": "\n",
+        "\x0c": "\n",
+        "\x85": "\n",
+        "\u2028": "\n",
+        "\u2029": "\n",
+        "\u2800": " ",
+    }
+)
+"""Every other line break (carriage return, vertical tab, form feed, next line U+0085, line and
+paragraph separators) as the newline it shows as, rather than removed with the other controls
+(two lines would run together); and the braille blank, which shows as a space, as one."""
 _ZWJ = "\u200d"
 _PRESENTATION = "\ufe0e\ufe0f"
 _KEYCAP = "\u20e3"
@@ -65,9 +90,12 @@ def _joined_base(kept: list[str]) -> str:
 
 
 def visible(text: str) -> str:
-    """``text`` without the characters that show as nothing, NFC-normalised; line and paragraph
-    separators become newlines. Idempotent; leading and trailing whitespace is left alone."""
-    chars = _ALWAYS.sub("", text.translate(_LINE_BREAKS))
+    """``text`` without the characters that show as nothing, NFC-normalised; every line break
+    (CR LF, CR, NEL, line and paragraph separators...) becomes a newline. Idempotent; leading and
+    trailing whitespace is left alone."""
+    chars = _ALWAYS.sub("", text.replace("\r\n", "\n").translate(_LINE_BREAKS))
+    if _JOINERS.search(chars) is None:
+        return unicodedata.normalize("NFC", chars)
     kept: list[str] = []
     for i, char in enumerate(chars):
         after = chars[i + 1] if i + 1 < len(chars) else ""
@@ -87,6 +115,29 @@ def look(text: str) -> str:
     return " ".join(visible(text).split())
 
 
+def blank(text: str) -> bool:
+    """Whether a person would see nothing of ``text``: only whitespace and characters that show
+    as nothing (``look(text) == ""``). The one rule for "empty", wherever a text is judged:
+    the model's questions and labels (:mod:`bridge.validation`), people's typed answers
+    (:func:`typed`), what a platform shows (:func:`shown`)."""
+    return _BLANK.fullmatch(text) is not None
+
+
+def typed(text: str) -> str | None:
+    """A person's typed answer as it is judged and kept: encodable, :func:`visible` (line breaks
+    as newlines; controls, zero-width and tag characters gone), trimmed; ``None`` when
+    :func:`blank`.
+
+    Normalised rather than refused: every character taken out is one the person could not see
+    (a stray control from a paste, a Windows line ending), so what they saw is what is kept,
+    and what reaches the model holds nothing hidden -- no tag characters spelling out unseen
+    instructions, no C1 ``CSI`` acting on the terminal of whoever reads the answer."""
+    text = encodable(text)
+    if blank(text):
+        return None
+    return visible(text).strip()
+
+
 ELLIPSIS = "…"
 """How every platform shows that a text was cut."""
 BLANK = "(blank)"
@@ -95,8 +146,7 @@ BLANK = "(blank)"
 
 def shown(text: str) -> str:
     """What a platform shows of ``text``: :func:`visible`, and never empty."""
-    cleaned = visible(text)
-    return cleaned if cleaned.strip() else BLANK
+    return BLANK if blank(text) else visible(text)
 
 
 def one_line(text: str) -> str:

@@ -15,8 +15,11 @@ fields, :data:`QUESTION_FIELDS` and :data:`OPTION_FIELDS`, before the same check
 Whether a text is empty, and whether two labels (or two questions) are the same, is decided on what
 a person sees (:func:`bridge.text.look`): every platform shows text without zero-width, bidi, tag
 and control characters, so a label of only such characters would show as nothing, and "Approve"
-next to "Appro\\u200bve" as two identical buttons. The texts themselves are kept as sent (stripped),
-so answers quote the model's own words.
+next to "Appro\\u200bve" as two identical buttons (empty is :func:`bridge.text.blank`, the one rule
+people's typed answers are judged by too). The texts themselves are kept as sent (stripped), so
+answers quote the model's own words. Control characters other than newline and tab, and the line
+and paragraph separators U+2028 and U+2029, are refused wherever they are, at the ends too
+(``str.strip`` would otherwise drop a C1 ``NEL`` there silently while refusing it inside).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from bridge.models import (
     QuestionSet,
     share_fields_sets,
 )
-from bridge.text import look
+from bridge.text import blank, look
 
 QUESTION_FIELDS = ("question", "header", "options", "multiSelect")
 OPTION_FIELDS = ("label", "description")
@@ -75,9 +78,12 @@ wire) follows its bytes, and a text of 3- or 4-byte characters would otherwise w
 times its character bound. Twice the character bound leaves every Latin text its full length and
 others at least half of it; a header may be any 12 characters, emoji included."""
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-"""Control characters other than tab and newline: no platform shows them, JSON escapes each to six
-bytes, and none belongs in a question."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters other than tab and newline (C0, DEL and C1), and the line and paragraph
+separators: no platform shows the controls, JSON escapes each to six bytes, none belongs in a
+question, and a separator is a newline written so that some readers break the line and others
+(a JavaScript string, a log line) do not."""
+_SEPARATORS = {"\u2028": "line separator", "\u2029": "paragraph separator"}
 
 MAX_LISTED_PROBLEMS = 20
 """A rejection lists at most this many problems, then how many more there are: a huge malformed
@@ -188,15 +194,22 @@ class _Checker:
         except UnicodeEncodeError:  # lone surrogates, e.g. from a "\ud800" JSON escape
             self.add(f"{where} is not valid Unicode text: remove the broken characters")
             return None
-        if not look(stripped):  # blank, or only characters no platform shows
+        if blank(stripped):  # blank, or only characters no platform shows
             self.add(f"{where} is empty: {_FIX[key]}")
             return None
-        control = _CONTROL.search(stripped)
+        control = _CONTROL.search(value)  # not only inside: the ends too
         if control is not None:
-            self.add(
-                f"{where} contains the control character U+{ord(control.group()):04X}: remove "
-                "control characters (only newline and tab are allowed)"
-            )
+            char = control.group()
+            if char in _SEPARATORS:
+                self.add(
+                    f"{where} contains the {_SEPARATORS[char]} U+{ord(char):04X}: write a "
+                    "newline instead (only newline and tab are allowed)"
+                )
+            else:
+                self.add(
+                    f"{where} contains the control character U+{ord(char):04X}: remove "
+                    "control characters (only newline and tab are allowed)"
+                )
             return None
         limit = _MAX_LENGTH.get(key)
         if limit is not None and len(stripped) > limit:

@@ -7,7 +7,9 @@ event loop keeps running while the person thinks.
 
 Per question: header and question, numbered options with descriptions, and a hint. A number (or,
 for multiSelect, numbers separated by commas) selects options; a number that matches no option, or
-an empty line, asks again; any other text is the person's own answer (``other_text``).
+a line that shows nothing (empty, spaces, only invisible characters: :func:`bridge.text.blank`),
+asks again; any other text is the person's own answer (``other_text``), kept as
+:func:`bridge.text.typed` keeps a typed answer in a chat.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import unicodedata
 from typing import Any, TextIO
 
 from bridge.models import Answer, Question
+from bridge.text import typed
 
 HINT_SINGLE = "enter a number, or type your own answer"
 HINT_MULTI = "enter numbers separated by commas, or type your own answer"
@@ -81,8 +84,8 @@ class ConsolePlatform:
         hint = HINT_MULTI if q.multiSelect else HINT_SINGLE
         while True:
             out.flush()
-            line = self._read(f"{hint[0].upper()}{hint[1:]}: ").strip()
-            if not line:
+            line = typed(self._read(f"{hint[0].upper()}{hint[1:]}: "))
+            if line is None:
                 out.write(f"Please answer: {hint}.\n")
                 continue
             if not _NUMBERS.fullmatch(line):

@@ -8,13 +8,14 @@ The binary is ``redis-server`` from PATH when present, else the ``valkey-server`
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +291,21 @@ def redis_sentinel(workdir: Path, *, replicas: int = 0) -> Iterator[SentinelSetu
 def env_redis_url() -> str | None:
     """``REDIS_URL`` from the environment, so the suite can also run against a given server."""
     return os.environ.get("REDIS_URL") or None
+
+
+@asynccontextmanager
+async def hanging_up(port: int) -> AsyncIterator[asyncio.Event]:
+    """A listener on ``port`` closing every connection at once, as a Redis going down does;
+    the event is set once something connected."""
+    tried = asyncio.Event()
+
+    def hang_up(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+        tried.set()
+
+    listener = await asyncio.start_server(hang_up, "127.0.0.1", port, reuse_address=True)
+    try:
+        yield tried
+    finally:
+        listener.close()
+        await listener.wait_closed()

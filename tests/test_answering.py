@@ -56,7 +56,9 @@ class Groups:
         self.down = False
         self.lookups = 0
 
-    async def groups_of(self, user_id: str, candidates: Sequence[str]) -> tuple[str, ...]:
+    async def groups_of(
+        self, user_id: str, candidates: Sequence[str], record: AskRecord | None = None
+    ) -> tuple[str, ...]:
         self.lookups += 1
         if self.down:
             raise ConnectionError("group directory unreachable")
@@ -193,6 +195,7 @@ async def test_other_alone_on_the_one_click_shape(
         ({0: Picks((0, 1)), 1: Picks((0,))}, {0: replies.ONE_ONLY}),
         ({0: Picks((0,), "also this"), 1: Picks((0,))}, {0: replies.NOT_BOTH}),
         ({0: Picks((), "   "), 1: Picks((1,))}, {0: replies.NEED_ANSWER}),
+        ({0: Picks((), "\u200b\u2060\u2800"), 1: Picks((1,))}, {0: replies.NEED_ANSWER}),
         ({0: Picks((0,)), 1: Picks((), "x" * (MAX_TYPED + 1))}, {1: "too-long"}),
     ],
     ids=[
@@ -203,6 +206,7 @@ async def test_other_alone_on_the_one_click_shape(
         "two-on-single",
         "choice-and-text-on-single",
         "blank-text",
+        "invisible-text",
         "text-too-long",
     ],
 )

@@ -32,10 +32,26 @@ DEST = Destination(platform="memory", channel="C1")
 
 
 class NamedPoster(MemoryPoster):
-    """A platform whose user ids start with ``U`` (anything else is a group)."""
+    """A platform whose ids start with ``U`` (a user) or ``S`` (a group), in upper case."""
+
+    answerer_rule = "ids start with U or S"
+
+    def answerer(self, answerer: str) -> str | None:
+        found = answerer.strip().upper()
+        return found if found[:1] in ("U", "S") else None
 
     def individual(self, answerer: str) -> bool:
         return answerer.startswith("U")
+
+
+class NumberedPoster(MemoryPoster):
+    """Another platform, whose ids are numbers."""
+
+    answerer_rule = "its ids are numbers"
+
+    def answerer(self, answerer: str) -> str | None:
+        found = answerer.strip()
+        return found if found.isdigit() else None
 
 
 def test_policy_bounds() -> None:
@@ -69,6 +85,74 @@ def test_more_required_than_named_people_is_refused() -> None:
     ChatHandler(poster, MemoryStore(), dm, escalated)
     ChatHandler(poster, MemoryStore(), dm, AskPolicy())
     check_required(AskPolicy(required=2), poster, DEST)
+
+
+def test_answerer_ids_are_counted_as_the_people_they_name() -> None:
+    """Trimmed and cased as the platform writes its ids (its poster says how), then each once:
+    three spellings of one person are one person, not three of the three required."""
+    poster = NamedPoster()
+    one = AskPolicy(required=3, answerers=("U0AAAA1", "u0aaaa1", "U0AAAA1 "))
+    assert one.answerers == ("U0AAAA1", "u0aaaa1")  # any platform: trimmed, each once
+    with pytest.raises(ValueError, match=r"3 people must agree but only 1 may answer \(U0AAAA1\):"):
+        check_required(one, poster)
+    with pytest.raises(ValueError, match="only 1 may answer"):
+        ChatHandler(poster, MemoryStore(), DEST, one)
+    named = AskPolicy(required=2, answerers=(" u0alice", "U0ALICE", "s0ops ", "U0BOB"))
+    assert ChatHandler(poster, MemoryStore(), DEST, named).policy.answerers == (
+        "U0ALICE",
+        "S0OPS",
+        "U0BOB",
+    )
+    with pytest.raises(ValueError, match="an answerer id is empty: give a user or group id"):
+        AskPolicy(answerers=("U0ALICE", " "))
+
+
+def test_an_id_that_cannot_be_anyones_is_refused_in_one_line_naming_it() -> None:
+    poster = NamedPoster()
+    with pytest.raises(ValueError) as info:
+        ChatHandler(poster, MemoryStore(), DEST, AskPolicy(answerers=("U0ALICE", "C0TEAM")))
+    assert str(info.value) == (
+        "answerer 'C0TEAM' is not an id of anyone who may answer on memory: ids start with U or S"
+    )
+    many = AskPolicy(answerers=("C1", "U0A", "#general", *(f"C{n}\nx" for n in range(2, 7))))
+    with pytest.raises(ValueError) as info:
+        check_required(many, poster)
+    assert str(info.value) == (
+        "answerers 'C1', '#general', 'C2\\nx', 'C3\\nx', 'C4\\nx' and 2 more are not ids of "
+        "anyone who may answer on memory: ids start with U or S"
+    )
+
+
+def test_an_escalations_platform_may_name_its_own_people() -> None:
+    """Who may answer does not change when an ask escalates to another platform, so its people
+    are named among the answerers: an id the ask's platform refuses is judged by theirs."""
+    poster, other = NamedPoster(), NumberedPoster("other")
+    policy = AskPolicy(answerers=("u0alice", " 42"), escalate_after=60, escalate_to="other:C9")
+    handler = ChatHandler(poster, MemoryStore(), DEST, policy, posters={"other": other})
+    assert handler.policy.answerers == ("U0ALICE", "42")
+    # without that platform's poster nobody can tell: kept as given
+    assert ChatHandler(poster, MemoryStore(), DEST, policy).policy.answerers == ("U0ALICE", "42")
+    bad = AskPolicy(answerers=("x7",), escalate_after=60, escalate_to="other:C9")
+    with pytest.raises(ValueError) as info:
+        ChatHandler(poster, MemoryStore(), DEST, bad, posters={"other": other})
+    assert str(info.value) == (
+        "answerer 'x7' is not an id of anyone who may answer on memory or other: ids start with "
+        "U or S; its ids are numbers"
+    )
+    with pytest.raises(ValueError, match="answerer '42' is not an id"):  # not escalated there
+        ChatHandler(poster, MemoryStore(), DEST, AskPolicy(answerers=("42",)))
+
+
+async def test_a_person_named_in_another_case_is_the_one_who_may_answer() -> None:
+    """The ask keeps the platform's own form of the id, which is what a click carries."""
+    store, poster = MemoryStore(), NamedPoster()
+    policy = AskPolicy(answerers=("u0alice ",), wait=10)
+    (tool,) = tools_interactive(callback=ChatHandler(poster, store, DEST, policy))
+    call = asyncio.create_task(tool.ainvoke([QUESTION]))
+    posted = await poster.next_post()
+    assert posted.answerers == ("U0ALICE",)
+    assert (await store.submit(posted.id, ALICE, YES)).outcome is SubmitOutcome.ACCEPTED
+    await asyncio.wait_for(call, 10)
 
 
 async def _answered_by_two(tell: bool) -> tuple[object, str]:
@@ -139,6 +223,19 @@ async def test_the_feed_tells_the_model_who_answered_only_when_asked_to() -> Non
             ["--user", "U0BOSS", "--required", "2"],
             "2 people must agree but the ask goes to one person's DM (U0BOSS)",
         ),
+        (
+            [
+                *("--required", "3", "--answerer", "U0AAAA1"),
+                *("--answerer", "u0aaaa1", "--answerer", "U0AAAA1 "),
+            ],
+            "3 people must agree but only 1 may answer (U0AAAA1)",
+        ),
+        (
+            ["--answerer", "U0ALICE", "--answerer", "C0TEAM"],
+            "answerer 'C0TEAM' is not an id of anyone who may answer on slack: Slack answerers "
+            "are user ids, U… or W…, and user group ids, S…",
+        ),
+        (["--answerer", " "], "--answerer: an answerer id is empty"),
     ],
 )
 def test_ask_refuses_an_impossible_required_before_anything_is_reached(
@@ -157,6 +254,66 @@ def test_ask_refuses_an_impossible_required_before_anything_is_reached(
     assert main(["ask", *where, *extra, str(questions)]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"ask-bridge ask: {said}")
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (
+            ["--answerer", "0123", "--answerer", " 123", "--required", "2"],
+            "2 people must agree but only 1 may answer (123)",
+        ),
+        (
+            ["--answerer", "123", "--answerer", "U0ALICE"],
+            "answerer 'U0ALICE' is not an id of anyone who may answer on discord: Discord "
+            "answerers are user ids, numbers, and roles, role:ID",
+        ),
+    ],
+)
+def test_ask_on_discord_refuses_answerer_ids_before_anything_is_reached(
+    extra: list[str],
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1")  # never reached
+    monkeypatch.setenv("DISCORD_TOKEN", "unused")
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([QUESTION.model_dump(mode="json")]))
+    assert main(["ask", "--platform", "discord", "--channel", "1", *extra, str(questions)]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"ask-bridge ask: {said}")
+
+
+@pytest.mark.parametrize(
+    ("given", "slack", "discord"),
+    [
+        (" u0alice ", "U0ALICE", None),
+        ("W0GRID", "W0GRID", None),
+        ("s0oncall", "S0ONCALL", None),
+        ("C0TEAM", None, None),  # a channel
+        ("B0BOT", None, None),  # a bot
+        ("alice", None, None),
+        ("\u017f0GROUP", None, None),  # a long s, which upper() would make an ASCII S
+        ("U0AL ICE", None, None),
+        (" 0123 ", None, "123"),  # Discord writes a snowflake without leading zeros
+        ("ROLE:0042", None, "role:42"),
+        ("role: 42", None, None),
+        ("role:", None, None),
+        ("user:42", None, None),
+        ("18446744073709551615", None, "18446744073709551615"),
+        ("18446744073709551616", None, None),  # past 64 bits
+        ("\u0661\u0662", None, None),  # digits, but not ASCII ones
+    ],
+)
+def test_each_platform_takes_answerer_ids_in_its_own_form(
+    given: str, slack: str | None, discord: str | None
+) -> None:
+    from platforms.discord.text import answerer_id as discord_id
+    from platforms.slack.text import answerer_id as slack_id
+
+    assert (slack_id(given), discord_id(given)) == (slack, discord)
 
 
 async def test_a_submission_made_before_the_message_was_recorded_is_shown_by_the_asking_call() -> (

@@ -3,6 +3,7 @@ a missing extra; a closed stdout ends quietly; ``.env`` holds every setting."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -49,6 +50,7 @@ def one_line(capsys: pytest.CaptureFixture[str], command: str) -> str:
         ("REDIS_URL", "http://x", "REDIS_URL: use a redis://"),
         ("ASK_BRIDGE_RETENTION", "abc", "ASK_BRIDGE_RETENTION: "),
         ("REDIS_MAX_CONNECTIONS", "1", "REDIS_MAX_CONNECTIONS: "),
+        ("ASK_BRIDGE_REDIS_WAIT", "-1", "ASK_BRIDGE_REDIS_WAIT: "),
         ("LOG_LEVEL", "loud", "LOG_LEVEL: "),
     ],
 )
@@ -73,11 +75,45 @@ def test_a_bad_setting_is_one_line_and_status_1_in_every_command(
     assert said in one_line(capsys, argv[0])
 
 
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("{", "ASK_BRIDGE_IDENTITIES is not JSON"),
+        ('{"alice": {"slack": "C0CHANNEL"}}', "'alice''s slack id 'C0CHANNEL' is not a slack"),
+    ],
+)
+@pytest.mark.parametrize(
+    "argv", [["serve", "--port", "0"], ["ask", "--channel", "C1", "-"]], ids=lambda a: a[0]
+)
+def test_a_bad_identity_map_is_one_line_where_it_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    value: str,
+    said: str,
+) -> None:
+    """``ASK_BRIDGE_IDENTITIES`` links people across platforms; ``serve`` (judging clicks) and
+    ``ask`` (counting approvers) read it at start: a malformed map or an id that is no user of
+    its platform stops them in one line, before anything is posted."""
+    monkeypatch.setenv("ASK_BRIDGE_IDENTITIES", value)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1-unused")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "unused")
+    monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:1/api/")  # never reached
+    questions = (
+        '[{"question": "Which?", "header": "Which", "options": '
+        '[{"label": "a", "description": "a"}, {"label": "b", "description": "b"}]}]'
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO(questions))
+    assert main(argv) == 1
+    assert said in one_line(capsys, argv[0])
+
+
 @pytest.mark.parametrize("argv", [["list"], ["show", "abc"], ["cancel", "abc"]], ids=str)
 def test_redis_down_is_named_once_with_the_password_redacted(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     monkeypatch.setenv("REDIS_URL", "redis://:s3cret@127.0.0.1:1/0")
+    monkeypatch.setenv("ASK_BRIDGE_REDIS_WAIT", "0")  # no wait for a restart (the default 5 s)
     started = time.monotonic()
     assert main(argv) == 1
     assert time.monotonic() - started < 3  # at once, not after the store's retries
@@ -90,6 +126,7 @@ def test_ask_with_redis_down_says_so_before_posting(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1")
+    monkeypatch.setenv("ASK_BRIDGE_REDIS_WAIT", "0")
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-unused")
     monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:1/api/")  # never reached
     questions = tmp_path / "q.json"

@@ -148,7 +148,8 @@ async def test_wait_stops_quietly_on_sigterm(store: RedisStore, standalone: Redi
 async def test_wait_and_feed_fail_in_one_line() -> None:
     down = f"redis://127.0.0.1:{free_port()}/0"
     for args in (("wait", "abc"), ("feed", "--consumer", "c")):
-        code, out, err = await finished(await cli(cli_env(REDIS_URL=down), *args))
+        env = cli_env(REDIS_URL=down, ASK_BRIDGE_REDIS_WAIT="0")  # at once: no wait for a restart
+        code, out, err = await finished(await cli(env, *args))
         assert code == 1 and out == "" and err.count("\n") == 1, err
         assert "Redis" in err and "Traceback" not in err
         code, _, err = await finished(await cli(cli_env(), *args))

@@ -174,6 +174,22 @@ def test_out_of_range_number_and_empty_input_ask_again(spawn: Spawn) -> None:
     assert answers(child) == [(["Table"], None), (["Body", "Outro"], None)]
 
 
+def test_a_line_that_shows_nothing_asks_again_and_hidden_characters_are_dropped(
+    spawn: Spawn,
+) -> None:
+    """The terminal judges a typed line as a chat judges a typed answer (:func:`bridge.text.typed`):
+    zero-width characters alone are no answer, and inside a number or a word they are not kept."""
+    child = spawn()
+    child.expect_exact(SINGLE)
+    child.sendline("\u200b \u2060")
+    child.expect_exact("Please answer: enter a number, or type your own answer.")
+    child.expect_exact(SINGLE)
+    child.sendline("2\u200b")
+    child.expect_exact(MULTI)
+    child.sendline("a F\u200bAQ")
+    assert answers(child) == [(["Detailed"], None), ([], "a FAQ")]
+
+
 def test_signed_numbers_are_numbers_not_free_text(spawn: Spawn) -> None:
     """A sign does not turn a number into the person's own answer: it is read by its value."""
     child = spawn()

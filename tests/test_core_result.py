@@ -72,6 +72,19 @@ def test_left_out_none_and_blank_answers_are_empty(qs: QuestionSet) -> None:
         ]
 
 
+def test_a_handlers_text_is_judged_by_what_a_person_sees(qs: QuestionSet) -> None:
+    """As a store judges a typed answer (:func:`bridge.text.typed`): text of only zero-width
+    characters is no answer, a label with one hidden in it is the label, and other text is
+    kept as it is seen."""
+    got = normalise_answers(
+        qs, {FORMAT: "\u200b\u2060 ", SECTIONS: ["Intro\u200b", "a FAQ\u2028and\x9b more"]}
+    )
+    assert answer_tuples(got) == [
+        (FORMAT, (), None),
+        (SECTIONS, ("Intro",), "a FAQ\nand more"),
+    ]
+
+
 def test_question_keys_match_after_stripping(qs: QuestionSet) -> None:
     (fmt, _) = normalise_answers(qs, {f"  {FORMAT} ": " Detailed "})
     assert fmt.selected == ("Detailed",)

@@ -7,14 +7,14 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 from samples import FORMAT, FORMAT_QUESTION
 
 from bridge import Option, Question, QuestionSet, ToolRejected, validate_questions
 from bridge.models import MAX_DESCRIPTION, MAX_HEADER, MAX_LABEL, MAX_QUESTION_TEXT, STORED
-from bridge.text import look
+from bridge.text import blank, look
 
 
 def q(text: str = FORMAT, **over: Any) -> dict[str, Any]:
@@ -172,6 +172,43 @@ def test_control_characters_other_than_newline_and_tab_are_refused(char: str) ->
     assert validate_questions([q("Which\tone,\nthis or that?")])
 
 
+@pytest.mark.parametrize("char", ["\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x85"])
+def test_a_control_character_at_either_end_is_refused_as_one_inside_is(char: str) -> None:
+    """``str.strip`` takes these for spaces: at the ends they were dropped silently, while the
+    same character inside the text was refused."""
+    options = [{"label": f"Approve{char}", "description": "a"}, {"label": "B", "description": "b"}]
+    message = rejected([q(f"{char}Which one?", options=options)])
+    code = f"U+{ord(char):04X}"
+    assert f"questions[0].question contains the control character {code}: remove" in message
+    assert f"questions[0].options[0].label contains the control character {code}" in message
+
+
+@pytest.mark.parametrize(
+    ("char", "name"), [("\u2028", "line separator"), ("\u2029", "paragraph separator")]
+)
+def test_line_and_paragraph_separators_are_refused_asking_for_a_newline(
+    char: str, name: str
+) -> None:
+    options = [{"label": f"Ship{char}now", "description": "a"}, {"label": "B", "description": "b"}]
+    message = rejected([q(f"Which{char}one?", options=options), q(f"Second?{char}")])
+    said = f"contains the {name} U+{ord(char):04X}: write a newline instead"
+    assert f"questions[0].question {said}" in message
+    assert f"questions[0].options[0].label {said}" in message
+    assert f"questions[1].question {said}" in message
+
+
+def test_a_braille_blank_shows_as_a_space() -> None:
+    """U+2800 is no character Unicode calls invisible, but it shows as a blank cell: a label of it
+    is empty, and a space written with it repeats the label written with a space."""
+    options = [{"label": "\u2800", "description": "a"}, {"label": "B", "description": "b"}]
+    assert "questions[0].options[0].label is empty" in rejected([q(options=options)])
+    options = [
+        {"label": "Ship now", "description": "a"},
+        {"label": "Ship\u2800now", "description": "b"},
+    ]
+    assert "questions[0].options[1].label 'Ship\u2800now' repeats" in rejected([q(options=options)])
+
+
 def test_texts_are_bounded_in_utf8_bytes_too() -> None:
     euro = "\u20ac"  # 3 bytes
     fits = [
@@ -302,6 +339,34 @@ def test_a_text_of_only_invisible_characters_is_empty(char: str) -> None:
     assert "questions[0].header is empty" in message
     assert "questions[0].options[0].label is empty: give every option a short label" in message
     assert "options[0].description is empty" not in message  # "d" plus the character is not
+
+
+BLANKISH = (
+    " \t\n\r\x0b\x85\u2028\u2029\u3000\u00a0\u2800\u200b\u2060\ufeff\u200d\ufe0f\x00\x9b\ud800"
+)
+"""Whitespace and invisible characters, the braille blank among them."""
+SHOWN = "a1#\u0301\u20e3\u2764\U0001f468\U0001f4bb\U0001f3fd\u00e9\u180e\u00ad"
+"""What they may join, modify or sit beside."""
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.text(
+        st.sampled_from(BLANKISH)
+        | st.sampled_from(SHOWN)
+        | st.sampled_from(INVISIBLE)
+        | st.characters(),
+        max_size=8,
+    )
+)
+@example("\u2800")  # the braille blank: no invisible character, but shows as a space
+@example(" \u200d\ufe0f\ufe0e ")  # emoji joiners with nothing to join
+@example("\ud800\x85")  # a lone surrogate and the C1 next line
+@example("1\u20e3")  # a keycap: shown
+def test_blank_is_exactly_what_looks_empty(text: str) -> None:
+    """:func:`bridge.text.blank`, the one rule for "empty", judges a text in one regular
+    expression; it must agree with what the text looks like (:func:`bridge.text.look`)."""
+    assert blank(text) is (look(text) == "")
 
 
 def test_hidden_tag_text_is_empty_and_does_not_make_a_label_distinct() -> None:

@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings
 
 from bridge.cli import build_parser
 from bridge.http_server import HEALTH_PATH, METRICS_PATH, READY_PATH
+from bridge.identities import IdentitySettings
 from bridge.logs import LogSettings
 from bridge.settings import ChatRouteSettings, EngineSettings, WebhookSettings
 from platforms.discord.settings import DiscordSettings
@@ -39,7 +40,7 @@ SETTINGS = set().union(
     *map(
         variables,
         [
-            *(EngineSettings, ChatRouteSettings, WebhookSettings, LogSettings),
+            *(EngineSettings, ChatRouteSettings, WebhookSettings, LogSettings, IdentitySettings),
             *(SlackSettings, DiscordSettings),
         ],
     )

@@ -21,7 +21,15 @@ from bridge.deferred import AskUserDeferred
 from bridge.followups import parse_destination
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
-from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
+from bridge.record import (
+    AskRecord,
+    AskStatus,
+    Destination,
+    FollowUps,
+    MessageRef,
+    Responder,
+    Submission,
+)
 from bridge.rendering import show_final
 from bridge.replies import Replies
 from bridge.store.base import TIMER_TRIES, Store
@@ -272,6 +280,63 @@ def test_a_slack_reminder_pings_the_channel_only_where_there_is_one() -> None:
         }
     )
     assert reminder_text(in_channel, 1).startswith("⏰ <!here>: the question from &lt;!channel&gt;")
+
+
+async def test_reminders_of_an_approval_mention_only_who_has_not_submitted(
+    make_store: StoreFactory,
+) -> None:
+    """Through the sweeper, on every store: the reminder of an ask two people must agree on
+    mentions the people named who have not submitted, and the group still (some of its members
+    may not have); once every person named has submitted it mentions nobody, not the channel."""
+    from platforms.slack.render import reminder_text
+
+    store = await make_store()
+    poster = MemoryPoster("memory")
+    policy = AskPolicy(
+        mode="defer",
+        required=2,
+        answerers=("U0ALICE", "U0BOB", "S0OPS"),
+        remind_after=60,
+        remind_times=3,
+    )
+    ask_id = await ask(ChatHandler(poster, store, HERE, policy))
+    created = (await store.get(ask_id)).created_at  # type: ignore[union-attr]
+    alice = Responder(user_id="U0ALICE", name="Alice")
+    assert (await store.submit(ask_id, alice, YES)).ok
+    sweeper = Sweeper(store, {"memory": poster})
+    await sweeper.sweep_once(now=created + 61)
+    ((first, _),) = poster.reminders
+    assert reminder_text(first, 1).startswith("⏰ <@U0BOB>, <!subteam^S0OPS>: the question from")
+    bob = Responder(user_id="U0BOB", name="Bob")
+    no = (Answer(question="Question number 0?", selected=("No",)),)
+    assert (await store.submit(ask_id, bob, no)).ok  # disagrees: still pending
+    await sweeper.sweep_once(now=created + 122)
+    assert reminder_text(poster.reminders[1][0], 2).startswith("⏰ <!subteam^S0OPS>: the question")
+    # only people named, all of them submitted: nobody is nudged by name, nor the channel
+    everyone = poster.reminders[1][0].model_copy(update={"answerers": ("U0ALICE", "U0BOB")})
+    text = reminder_text(everyone, 2)
+    assert text.startswith("⏰ The question from") and "<!here>" not in text
+
+
+def test_a_discord_reminder_of_an_approval_notifies_only_who_has_not_submitted() -> None:
+    from platforms.discord.render import reminder_content
+
+    now = time.time()
+    alice, bob, role = "100000000000000001", "100000000000000002", "500000000000000001"
+    record = AskRecord(
+        questions=questions(),
+        destination=Destination(platform="discord", channel="42"),
+        answerers=(alice, bob, f"role:{role}"),
+        required=2,
+        created_at=now,
+        expires_at=now + 600,
+        follow_ups=FollowUps(remind_after=10, remind_times=1),
+        message=MessageRef(platform="discord", channel="42", message_id="7"),
+        submissions=(Submission(user_id=alice, at=now, answers=YES),),
+    )
+    content, allowed = reminder_content(record, 1)
+    assert content.startswith(f"⏰ <@{bob}>, <@&{role}>: the question from An agent still waits")
+    assert allowed.to_dict() == {"parse": [], "users": [int(bob)], "roles": [int(role)]}
 
 
 async def test_submissions_show_on_every_message_of_the_platform(store: Store) -> None:

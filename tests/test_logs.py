@@ -6,15 +6,16 @@ import asyncio
 import io
 import json
 import logging
+import threading
 import time
 from typing import Any
 
 import pytest
 from engine_fixtures import new_record
 
-from bridge import metrics
+from bridge import logs, metrics
 from bridge.aio import stop
-from bridge.logs import JsonFormatter, scrub, settings
+from bridge.logs import JsonFormatter, QueuedStderr, scrub, settings
 from bridge.models import QuestionSet
 from bridge.record import AskRecord, Destination
 
@@ -82,6 +83,64 @@ def test_the_pending_gauge_zeroes_a_platform_gone_quiet() -> None:
     text = metrics.exposition()[0].decode()
     assert 'ask_bridge_pending_asks{platform="slack"} 2.0' in text
     assert 'ask_bridge_pending_asks{platform="discord"} 0.0' in text
+
+
+class Stalled(io.StringIO):
+    """A stderr nobody reads: every write waits until ``reading`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = threading.Event()
+
+    def write(self, text: str) -> int:
+        self.reading.wait()
+        return super().write(text)
+
+
+def a_logger(handler: logging.Handler) -> logging.Logger:
+    logger = logging.getLogger(f"test.stalled.{id(handler)}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    return logger
+
+
+def test_a_stalled_stderr_drops_log_lines_counted_and_never_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(logs, "QUEUE_LINES", 10)
+    stderr = Stalled()
+    handler = QueuedStderr(stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = a_logger(handler)
+    started = time.monotonic()
+    for n in range(100):
+        logger.warning("line %d", n)
+    assert time.monotonic() - started < 1  # the logging thread never waited for stderr
+
+    stderr.reading.set()  # the reader is back: the queue drains, then the gap is told
+    handler.flush()
+    logger.warning("after")
+    handler.close()
+    lines = stderr.getvalue().splitlines()
+    kept = [int(line.split()[1]) for line in lines if line.startswith("line ")]
+    assert kept == list(range(len(kept))) and 0 < len(kept) < 100  # the first ones, in order
+    assert (
+        lines[len(kept)]
+        == f"{100 - len(kept)} log lines dropped: the log output was not being read"
+    )
+    assert lines[len(kept) + 1 :] == ["after"]
+
+
+def test_closing_on_a_stalled_stderr_gives_up_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "FLUSH_WITHIN", 0.2)
+    stderr = Stalled()
+    handler = QueuedStderr(stderr)
+    a_logger(handler).warning("never read")
+    started = time.monotonic()
+    handler.close()
+    handler.close()  # and again at the interpreter's exit (logging.shutdown): at once
+    assert time.monotonic() - started < 1
+    stderr.reading.set()  # lets the writer thread end
 
 
 class Terminal(io.StringIO):

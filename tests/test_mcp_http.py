@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,6 +19,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_fixtures import BAD_QUESTIONS, answers_of, assert_rejected, http_server, text_of
+from procs import cli_env
 from samples import SHORT_FORMAT_AND_SECTIONS as QUESTIONS
 
 from bridge import AskUserDeferred
@@ -167,3 +173,36 @@ async def test_with_a_token_metrics_need_it_too() -> None:
     assert refused == [401, 401]
     assert allowed.status_code == 200
     assert "# TYPE ask_bridge_asks_created_total counter" in allowed.text
+
+
+# -- the command: SIGTERM ------------------------------------------------------------------------
+
+
+async def test_the_command_stops_on_sigterm_cleanly() -> None:
+    """``mcp --http`` with a client connected, then SIGTERM: exit 0 within 10 s, and stderr has
+    nothing but its serving line and log lines in its format (uvicorn's too) -- no traceback.
+    uvicorn was cut short, and logged the cancelled lifespan task with a traceback of its own."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bridge.cli", "mcp", "--http", "127.0.0.1:0",
+        env=cli_env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    try:
+        line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
+        found = re.fullmatch(r"ask-bridge mcp: serving (http://127\.0\.0\.1:\d+/mcp)\n", line)
+        assert found, line
+        async with Client(found.group(1)) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["ask_user"]
+            stopping = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            rest = (await asyncio.wait_for(proc.stderr.read(), 10)).decode()
+            await asyncio.wait_for(proc.wait(), 10)
+        assert time.monotonic() - stopping < 10
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, rest
+    assert "Traceback" not in rest, rest
+    for logged in rest.splitlines():
+        assert json.loads(logged)["level"] in ("INFO", "WARNING"), logged

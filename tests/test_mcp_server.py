@@ -244,6 +244,14 @@ def test_single_select_choice_and_typed_text_are_both_kept_as_in_the_core() -> N
     assert (typed_only.selected, typed_only.other_text) == ((), "Neither")
 
 
+def test_typed_text_in_a_form_is_judged_as_in_a_chat() -> None:
+    qs = QuestionSet.model_validate({"questions": QUESTIONS})
+    content = {"q1_other": "\u200b\u2060", "q2": ["Intro"], "q2_other": "soon\u200b\u2028please"}
+    (first, second) = answers_from_form(qs.questions, content)
+    assert (first.selected, first.other_text) == ((), None)
+    assert (second.selected, second.other_text) == (("Intro",), "soon\nplease")
+
+
 # -- configuration from the environment ---------------------------------------------------------
 
 

@@ -91,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     from bridge.cli.failures import BROKEN_PIPE, explain
+    from bridge.logs import close, say
 
     try:
         _logging(args)
@@ -107,8 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = explain(exc)
         if line is None:
             raise
-        print(f"ask-bridge {args.command}: {line}", file=sys.stderr)
+        say(f"ask-bridge {args.command}: {line}")  # after the log lines that led to it
         return FAILED
+    finally:
+        close()  # the queued log lines written, within a bound: a stalled stderr cannot hang it
     return status
 
 

@@ -57,7 +57,9 @@ def register(sub: Any) -> None:
         default=[],
         metavar="ID",
         help="who may answer: a user or user-group id (Discord: a user id, or role:ID for a "
-        "role); repeat for several (default: anyone)",
+        "role); repeat for several (default: anyone). Taken in the platform's own form (Slack "
+        "ids in upper case), each person once; an id that cannot be one is refused before "
+        "anything is posted",
     )
     p.add_argument(
         "--required",
@@ -98,9 +100,10 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="also POST the outcome to this webhook URL when the ask ends (signed like "
-        "ASK_BRIDGE_WEBHOOK_URL's; sent by `serve`, which needs ASK_BRIDGE_WEBHOOK_SECRET); "
-        "repeat for several",
+        help="also POST the outcome to this webhook URL when the ask ends (sent by `serve`); "
+        "it must be under a prefix of ASK_BRIDGE_WEBHOOK_DESTINATIONS, the operator's "
+        "allow-list, whose secret signs it (else refused, nothing posted); repeat for several, "
+        "up to 5",
     )
     p.add_argument(
         "--remind-after",
@@ -173,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
     from bridge.asking import ChatHandler
+    from bridge.cli.failures import on_terminal
     from bridge.cli.progress import MessageLinks, shown
     from bridge.platform import resolve_platform
     from bridge.runtime import Runtime, stop_on_signals
@@ -198,21 +202,21 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
     also = []  # standalone, this process also receives the clicks where it escalates
     if escalation is not None and escalation.escalate_to is not None:
         also.append(resolve_platform(escalation.escalate_to.platform))
-    runtime.check(platform)  # before anything is posted
-    for other in also:
-        runtime.check(other)
     destination = Destination(
         platform=platform.name, channel=args.channel, thread=args.thread, user=args.user
     )
-    try:
+    try:  # what the command line alone can be judged by, first
         posters = {other.name: other.poster() for other in also}  # to show it ended there too
         handler = ChatHandler(
             platform.poster(), runtime.store, destination, policy, posters=posters
         )
-    except ValueError as exc:  # more people required than may answer
-        print(f"ask-bridge ask: {exc}", file=sys.stderr)
+    except ValueError as exc:  # an answerer id that is none, more people required than named,
+        print(f"ask-bridge ask: {exc}", file=sys.stderr)  # an identity map that is no map
         return FAILED
-    await runtime.ready_to_ask(platform)
+    runtime.check(platform)  # before anything is posted
+    for other in also:
+        runtime.check(other)
+    await runtime.ready_to_ask(platform, on_terminal("ask"))
     (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
     async with stop_on_signals():
         try:
@@ -241,6 +245,10 @@ def _follow_ups(args: argparse.Namespace) -> dict[str, Any]:
     return found
 
 
+_FLAGS = {"answerers": "--answerer"}
+"""Policy fields whose option is not named after them."""
+
+
 def one_line_error(exc: ValueError) -> str:
     """A policy's validation error in one line, named by the option it came from."""
     from pydantic import ValidationError
@@ -249,7 +257,9 @@ def one_line_error(exc: ValueError) -> str:
         return str(exc)
     parts = []
     for error in exc.errors():
-        where = "/".join(f"--{str(loc).replace('_', '-')}" for loc in error["loc"])
+        where = "/".join(
+            _FLAGS.get(str(loc), f"--{str(loc).replace('_', '-')}") for loc in error["loc"]
+        )
         message = str(error["msg"]).removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)

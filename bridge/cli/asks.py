@@ -69,10 +69,10 @@ def _run(coro_fn: Any, args: argparse.Namespace) -> int:
         print("note: REDIS_URL is not set; using an empty in-memory store", file=sys.stderr)
 
     async def go() -> int:
-        if settings.redis_url:  # down: one line at once, not a pile of retries
-            from bridge.redis_probe import probe
+        if settings.redis_url:
+            from bridge.cli.wait import reached
 
-            await probe(settings.redis_url)
+            await reached(settings, args.command)
         store = open_store(settings)
         try:
             status: int = await coro_fn(store, args)
@@ -99,7 +99,7 @@ def _list(args: argparse.Namespace) -> int:
             return FAILED
         for rec in page.asks:
             if args.json:
-                print(rec.model_dump_json())
+                print(json.dumps(_shown_record(rec), ensure_ascii=False, separators=(",", ":")))
                 continue
             where = f"{rec.destination.platform}:{rec.destination.channel or rec.destination.user}"
             headers = ",".join(q.header for q in rec.questions.questions)
@@ -114,6 +114,17 @@ def _list(args: argparse.Namespace) -> int:
     return _run(go, args)
 
 
+def _shown_record(rec: Any) -> dict[str, Any]:
+    """``rec`` as JSON-ready data for the terminal: its notify URLs with their credentials and
+    query values masked (:func:`~bridge.webhooks.redacted_url`; the audit trail's webhook events
+    never hold them)."""
+    from bridge.webhooks import redacted_url
+
+    data: dict[str, Any] = rec.model_dump(mode="json")
+    data["notify"] = [redacted_url(url) for url in rec.notify]
+    return data
+
+
 def _show(args: argparse.Namespace) -> int:
     async def go(store: Any, args: argparse.Namespace) -> int:
         rec = await store.get(args.ask_id)
@@ -124,7 +135,7 @@ def _show(args: argparse.Namespace) -> int:
         # who answered, at a glance: the one person, or everyone who agreed (required K >= 2);
         # every submission is in the record, each recorded one in the history
         who = [s.model_dump(mode="json", exclude={"answers"}) for s in rec.who_answered()]
-        out = {"record": rec.model_dump(mode="json"), "answered_by": who, "history": history}
+        out = {"record": _shown_record(rec), "answered_by": who, "history": history}
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
 

@@ -2,7 +2,10 @@
 
 One row per check: every setting parsed; Redis reachable, its version, and the two settings that
 decide whether pending asks survive -- persistence (AOF or RDB snapshots) and ``maxmemory-policy``
-(anything but ``noeviction`` lets Redis evict a pending ask silently); each installed and
+(anything but ``noeviction`` lets Redis evict a pending ask silently); whether the Redis user may
+run every command the bridge sends (:mod:`bridge.redis_acl`: a row per command refused, or for
+the bridge's keys or channels, naming what to grant -- such a user passes a connection check,
+then fails every ask); each installed and
 configured chat platform's own checks (:class:`~bridge.platform.Diagnosis`: for Slack the token,
 its scopes against what the bridge calls, and the bot's membership of each ``--channel`` that is
 a Slack id; for Discord the token and the bot's access to each numeric ``--channel``).
@@ -15,9 +18,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.platform import Finding
+
+if TYPE_CHECKING:
+    from bridge.redis_acl import Access
 
 Row = Finding
 
@@ -27,8 +33,9 @@ def register(sub: Any) -> None:
         "doctor",
         help="check settings, Redis and each platform's token; print what to fix",
         description="Check the configuration: settings, Redis (reachable, version, persistence, "
-        "maxmemory-policy), each configured platform's token and scopes, and the bot's access to "
-        "--channel. Exit status 0 when everything needed is fine, 1 when something needs fixing.",
+        "maxmemory-policy, and whether its user may run every command the bridge sends), each "
+        "configured platform's token and scopes, and the bot's access to --channel. Exit status "
+        "0 when everything needed is fine, 1 when something needs fixing.",
     )
     p.add_argument(
         "--channel",
@@ -84,9 +91,10 @@ async def _redis_rows() -> list[Row]:
     from bridge.store.base import StoreUnavailable
 
     try:
-        url = EngineSettings().redis_url
+        settings = EngineSettings()
     except ValueError:
         return []  # already a row above
+    url = settings.redis_url
     if not url:
         return [
             Row(
@@ -96,12 +104,14 @@ async def _redis_rows() -> list[Row]:
             )
         ]
     try:
-        facts = await probe(url)
+        facts = await probe(url, prefix=settings.key_prefix)
     except StoreUnavailable as exc:
         return [Row("redis", "FIX", str(exc))]
     rows = [Row("redis", "ok", f"reachable at {redacted(url)}, version {facts.version}")]
     if facts.persistent is None:
-        rows.append(Row("redis persistence", "note", "could not read CONFIG; check AOF or RDB"))
+        rows.append(
+            Row("redis persistence", "note", "could not read INFO or CONFIG; check AOF or RDB")
+        )
     elif facts.persistent:
         on = " and ".join(n for n, v in (("AOF", facts.aof), ("RDB", facts.rdb)) if v)
         rows.append(Row("redis persistence", "ok", f"{on} on"))
@@ -114,7 +124,11 @@ async def _redis_rows() -> list[Row]:
                 "(set appendonly yes)",
             )
         )
-    if facts.maxmemory_policy == "noeviction":
+    if facts.maxmemory_policy is None:
+        rows.append(
+            Row("redis maxmemory-policy", "note", "could not read INFO; check it is noeviction")
+        )
+    elif facts.maxmemory_policy == "noeviction":
         rows.append(Row("redis maxmemory-policy", "ok", "noeviction"))
     else:
         rows.append(
@@ -125,7 +139,20 @@ async def _redis_rows() -> list[Row]:
                 "(set maxmemory-policy noeviction)",
             )
         )
-    return rows
+    return rows + _access_rows(facts.access)
+
+
+def _access_rows(access: Access | None) -> list[Row]:
+    """A row per command the Redis user may not run (one for all refused the bridge's keys, one
+    for its channels), else one saying it may run them all."""
+    if access is None:
+        return []
+    if access.method is None:
+        return [Row("redis permissions", "note", f"not checked: {access.unchecked}")]
+    if not access.refused:
+        every = f"user {access.user!r} may run every command the bridge sends"
+        return [Row("redis permissions", "ok", f"{every} (checked with {access.method})")]
+    return [Row(f"redis permission {r.what}", "FIX", r.line(access.user)) for r in access.refused]
 
 
 async def _platform_rows(channels: list[str]) -> list[Row]:

@@ -1,13 +1,17 @@
 """The expected failures of every command, each told in one line with one exit status.
 
-A bad setting, a platform that refuses its token or cannot be reached, Redis down, a busy port,
-a missing extra: :func:`explain` turns each into the one line the command prints (naming what to
-fix), and the command exits :data:`FAILED`. Anything else is a bug and keeps its traceback.
-``ask`` keeps its own statuses for how an ask ended (2 rejected, 3 deferred, 4 expired/cancelled).
+A bad setting, a platform that refuses its token or cannot be reached, Redis down (after
+``ASK_BRIDGE_REDIS_WAIT`` seconds of trying, :func:`bridge.redis_probe.reach`), a Redis user
+refused a command it needs, a busy port, a missing extra: :func:`explain` turns each into the one
+line the command prints (naming what to fix), and the command exits :data:`FAILED`. Anything
+else is a bug and keeps its traceback. ``ask`` keeps its own statuses for how an ask ended (2
+rejected, 3 deferred, 4 expired/cancelled).
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,15 +54,19 @@ def missing_extra(exc: ModuleNotFoundError) -> str | None:
 def explain(exc: BaseException) -> str | None:
     """One line for an expected failure, or ``None`` for a bug."""
     from bridge.http_server import CannotListen
+    from bridge.identities import IdentityError
     from bridge.platform import PlatformUnavailable
+    from bridge.redis_acl import refusal
     from bridge.settings import SettingsError
     from bridge.store.base import StoreUnavailable
 
     if isinstance(exc, ModuleNotFoundError):
         return missing_extra(exc)
+    if (refused := refusal(exc)) is not None:  # the Redis user lacks a permission
+        return refused
     if isinstance(exc, StoreUnavailable):
         return _store_line(exc)
-    if isinstance(exc, SettingsError | PlatformUnavailable | CannotListen):
+    if isinstance(exc, SettingsError | IdentityError | PlatformUnavailable | CannotListen):
         return " ".join(str(exc).split())
     return None
 
@@ -73,3 +81,16 @@ def _store_line(exc: StoreUnavailable) -> str:
 
     url = EngineSettings().redis_url or "(unset)"
     return unreachable(url, text.removeprefix("ask store: "))
+
+
+def on_terminal(command: str) -> Callable[[str], None] | None:
+    """How ``command`` tells a person it is still waiting (for Redis, as it starts): a line on
+    stderr when that is a terminal; nothing otherwise, so a pipeline's log holds only the
+    outcome (the one-line failure, if it comes to that)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def say(text: str) -> None:
+        print(f"ask-bridge {command}: {text}", file=sys.stderr, flush=True)
+
+    return say

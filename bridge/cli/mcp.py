@@ -62,6 +62,7 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bridge.logs import say
     from bridge.mcp_access import token_from_env
     from bridge.mcp_server import (
         DEFAULT_PROGRESS_INTERVAL,
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         if sock is None:
             await serve_stdio(server)
             return
-        print(f"ask-bridge mcp: serving {endpoint(sock)}", file=sys.stderr, flush=True)
+        say(f"ask-bridge mcp: serving {endpoint(sock)}")
         await serve_http(server, sock, token=token)
 
     async def main() -> None:

@@ -66,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
 
     webhooks = WebhookSettings()  # a bad one: one line now, before anything starts
     platforms = configured_platforms(args.platform or ())
+    from bridge.identities import Identities
+
+    # ASK_BRIDGE_IDENTITIES likewise, each platform's ids by its own rule
+    Identities.from_env().normalised({p.name: p.poster().answerer for p in platforms})
     asyncio.run(
         serve(
             platforms, host=args.host, port=args.port, sweep=args.sweep_interval, webhooks=webhooks
@@ -83,6 +87,7 @@ async def serve(
     webhooks: WebhookSettings | None = None,
 ) -> None:
     """Serve ``platforms`` until SIGINT or SIGTERM (and send outcome webhooks if configured)."""
+    from bridge.logs import say
     from bridge.runtime import Runtime, serving, settle_heap, stop_on_signals
 
     runtime = Runtime()
@@ -102,7 +107,7 @@ async def serve(
                 # where each receives was logged (routes' URLs, connections) before this
                 names = ", ".join(p.name for p in platforms)
                 settle_heap()
-                print(f"ask-bridge serve: ready ({names})", file=sys.stderr, flush=True)
+                say(f"ask-bridge serve: ready ({names})")
                 await receiving.wait()
         finally:
             await runtime.aclose()

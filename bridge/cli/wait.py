@@ -25,6 +25,7 @@ from bridge.cli.ask import ANSWERED, DEFERRED, ENDED, FAILED
 
 if TYPE_CHECKING:
     from bridge.record import AskRecord
+    from bridge.settings import EngineSettings
 
 T = TypeVar("T")
 
@@ -60,16 +61,15 @@ def run(args: argparse.Namespace) -> int:
     if not settings.redis_url:
         print(f"ask-bridge wait: {NO_REDIS}", file=sys.stderr)
         return FAILED
-    return asyncio.run(_wait(args, settings.redis_url))
+    return asyncio.run(_wait(args, settings))
 
 
-async def _wait(args: argparse.Namespace, url: str) -> int:
+async def _wait(args: argparse.Namespace, settings: EngineSettings) -> int:
     from bridge.record import AskStatus
-    from bridge.redis_probe import probe
     from bridge.settings import open_store
 
-    await probe(url)  # down: one line at once, not a pile of retries
-    store = open_store()
+    await reached(settings, "wait")
+    store = open_store(settings)
     try:
         record = await store.get(args.ask_id)
         if record is None:
@@ -82,6 +82,16 @@ async def _wait(args: argparse.Namespace, url: str) -> int:
         return outcome(record)
     finally:
         await store.aclose()
+
+
+async def reached(settings: EngineSettings, command: str) -> None:
+    """Redis answers (down: one line after ``ASK_BRIDGE_REDIS_WAIT`` seconds of trying, not a
+    pile of the store's retries; on a terminal, a line saying it waits after the first second)."""
+    from bridge.cli.failures import on_terminal
+    from bridge.redis_probe import reach
+
+    assert settings.redis_url is not None
+    await reach(settings.redis_url, seconds=settings.redis_wait, waiting=on_terminal(command))
 
 
 async def until_signal(work: Coroutine[Any, Any, T]) -> T | None:

@@ -341,12 +341,30 @@ local function agreeing(answers)
   return found
 end
 
+-- A submission whose person lost the authority that admitted it: marked withdrawn (its agreement
+-- key made one no answer equals: 'W' .. key), shown, never counted; a lifecycle event.
+local function withdraw(who)
+  local key = redis.call('HGET', rec, 'subk:' .. who)
+  if not key or string.sub(key, 1, 1) == 'W' then
+    return
+  end
+  redis.call('HSET', rec, 'subk:' .. who, 'W' .. key, 'subw:' .. who, '1')
+  local sub = cjson.decode(redis.call('HGET', rec, 'sub:' .. who))
+  event('withdrawn', jstr(sub.user_id), '{"reason":"no longer allowed to answer"}')
+end
+
 -- An ask that needs `req` >= 2 agreeing people: record the person's submission (replacing
 -- theirs) in sub:/subk:/suba: fields (bridge.store.keys.Fields). Returns a verdict reply when
 -- the ask stays pending, or nil and the 'answered' event's detail (naming who agreed) when this
 -- submission makes `req` equal untyped ones. A typed submission's key starts with 'T', so it
 -- never equals an answers text (which starts with '[') and never agrees.
-local function record_submission(required, user_id, answers, user_json, detail, attempt, typed)
+-- `verified` ('' : the caller cannot re-check authority; else a JSON object, key -> the
+-- person's authorising ids as they are now): when this submission would make `req` agree, each
+-- other one it would count must be in it -- else nothing changes and the reply is
+-- {'verify', record, keys JSON} -- and one whose ids no longer authorise it is withdrawn first
+-- (bridge.store.base.Store.submit).
+local function record_submission(required, user_id, answers, user_json, detail, attempt, typed,
+    verified)
   local key = typed and ('T' .. answers) or answers
   if redis.call('HGET', rec, 'subk:' .. user_id) == key then
     -- this person's current submission again; its very attempt re-sent keeps its verdict
@@ -355,12 +373,38 @@ local function record_submission(required, user_id, answers, user_json, detail, 
     end
     return {'repeated', record()}
   end
+  if not typed and verified and verified ~= '' then
+    local others = {}
+    for _, who in ipairs(agreeing(answers)) do
+      if who ~= user_id then
+        others[#others + 1] = who
+      end
+    end
+    if #others + 1 >= required then
+      local checked = cjson.decode(verified)
+      local unverified = {}
+      for _, who in ipairs(others) do
+        if checked[who] == nil then
+          unverified[#unverified + 1] = who
+        end
+      end
+      if #unverified > 0 then
+        return {'verify', record(), cjson.encode(unverified)}
+      end
+      for _, who in ipairs(others) do
+        if not allowed(who, cjson.encode(checked[who])) then
+          withdraw(who)
+        end
+      end
+    end
+  end
   -- a person's first submission is lifecycle ('submitted'); each change of it is noise
   -- ('resubmitted', capped), so one person flipping their answer cannot grow the trail for ever
   local first = redis.call('HEXISTS', rec, 'subk:' .. user_id) == 0
   local sub = '{"at":' .. now .. ',"user_id":' .. user_json .. ',' .. string.sub(detail, 2)
   redis.call('HSET', rec, 'sub:' .. user_id, sub, 'subk:' .. user_id, key,
     'suba:' .. user_id, attempt)
+  redis.call('HDEL', rec, 'subw:' .. user_id) -- submitted anew: judged anew
   local agreed = {}
   if not typed then
     agreed = agreeing(answers)
@@ -378,7 +422,7 @@ end
 -- Record a complete answer once (the verdicts of bridge.store.base.SubmitOutcome); `typed`: it
 -- holds typed text (only an ask needing several people cares).
 local function submit(status, user_id, groups_json, by_json, answers, user_json, detail, attempt,
-    typed)
+    typed, verified)
   local may = allowed(user_id, groups_json)
   if status == 'pending' and expire_if_due() then
     -- no sweep will report this expiry: the caller re-renders the ask ('expired' -> CLOSED)
@@ -412,7 +456,7 @@ local function submit(status, user_id, groups_json, by_json, answers, user_json,
   local required = tonumber(redis.call('HGET', rec, 'req') or '1')
   if required > 1 then
     local pending_reply, answered_detail = record_submission(required, user_id, answers,
-      user_json, detail, attempt, typed)
+      user_json, detail, attempt, typed, verified)
     if pending_reply then
       return pending_reply
     end
@@ -708,14 +752,17 @@ elseif op == 'event' then
   event(ARGV[7], ARGV[8], ARGV[9])
   return {'ok'}
 elseif op == 'submit' then
-  -- 7 user id, 8 groups JSON, 9 responder JSON, 10 answers JSON, 11 user JSON, 12 detail,
-  -- 13 attempt token, 14 '1': the answers hold typed text
+  -- 7 submission key (a user id, or a linked person's: bridge.identities), 8 authorising ids
+  -- JSON (groups, and the person's ids besides the key), 9 responder JSON, 10 answers JSON,
+  -- 11 user JSON, 12 detail, 13 attempt token, 14 '1': the answers hold typed text,
+  -- 15 verified authority ('' or a JSON object: see record_submission)
   return submit(status, ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13],
-    ARGV[14] == '1')
+    ARGV[14] == '1', ARGV[15])
 elseif op == 'pick' then
-  -- 7 user id, 8 groups JSON, 9 responder JSON, 10 question index, 11 option index (from 0),
-  -- 12 user JSON, 13 name JSON, 14 attempt token, 15 '1': the caller can look up the person's
-  -- groups, so an unnamed person is sent back for them ('groups') before anything is recorded.
+  -- 7 submission key, 8 authorising ids JSON (as submit's), 9 responder JSON, 10 question
+  -- index, 11 option index (from 0), 12 user JSON, 13 name JSON, 14 attempt token, 15 '1': the
+  -- caller can look up the person's groups, so an unnamed person is sent back for them
+  -- ('groups') before anything is recorded, 16 verified authority (as submit's 15).
   -- The answer is built here from the stored question set: one round trip per click.
   local qs = cjson.decode(redis.call('HGET', rec, 'body')).questions.questions
   local q = qs[tonumber(ARGV[10]) + 1]
@@ -730,12 +777,16 @@ elseif op == 'pick' then
   local answers = '[{"other_text":null,"question":' .. jstr(q.question) .. ',' .. selected
   -- the audit trail's answers leave out the question (bridge.store.base.dump_answers)
   local detail = '{"name":' .. ARGV[13] .. ',"answers":[{"other_text":null,' .. selected .. '}'
-  return submit(status, ARGV[7], ARGV[8], ARGV[9], answers, ARGV[12], detail, ARGV[14], false)
+  return submit(status, ARGV[7], ARGV[8], ARGV[9], answers, ARGV[12], detail, ARGV[14], false,
+    ARGV[16])
 elseif op == 'form' then
   -- 7 user id, 8 groups JSON, 9 responder JSON, 10 the form: a JSON array of [question index,
-  -- [option indices], typed text (stripped, at most MAX_TYPED characters) or null, true if
-  -- the typed text was longer] (bridge.store.base.typed_text), 11 user JSON, 12 name JSON,
-  -- 13 attempt token, 14 '1': the caller can look up the person's groups (as pick's).
+  -- [option indices], typed text as kept (what a person sees of it, trimmed, at most MAX_TYPED
+  -- characters) or null when blank, true if the typed text was longer]
+  -- (bridge.store.base.typed_text: the one rule for blank, applied before this script, which
+  -- only tells text from null), 11 user JSON, 12 name JSON,
+  -- 13 attempt token, 14 '1': the caller can look up the person's groups (as pick's),
+  -- 15 verified authority (as submit's 15).
   -- A pending ask's form is judged here as bridge.store.base.form_problems judges it: 'invalid',
   -- the record and a flat array of question index, problem; nothing is recorded. Then the
   -- answers are built from the stored question set (form_answers): one round trip per form.
@@ -803,7 +854,7 @@ elseif op == 'form' then
   end
   local detail = '{"name":' .. ARGV[12] .. ',"answers":[' .. table.concat(kept, ',') .. ']}'
   return submit(status, ARGV[7], ARGV[8], ARGV[9], '[' .. table.concat(answers, ',') .. ']',
-    ARGV[11], detail, ARGV[13], typed)
+    ARGV[11], detail, ARGV[13], typed, ARGV[15])
 elseif op == 'close' then
   -- 7 status (expired|cancelled), 8 user JSON (who closed it, or null)
   if status == ARGV[7] then

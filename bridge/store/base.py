@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from bridge.models import Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
-from bridge.text import encodable
+from bridge.text import typed
 
 DEFAULT_RETENTION = 30 * 86400.0
 """Seconds a finished ask (record, audit trail, feed entry) is kept."""
@@ -59,6 +59,9 @@ events and capped, so a flood of clicks never pushes ``created`` or ``answered``
 first one is logged ``submitted`` (lifecycle), each change after it is noise, so one person
 flipping their answer thousands of times keeps the trail bounded (their current submission is
 always on the record). (``ask.lua`` spells the same set.)"""
+NO_LONGER_ALLOWED = "no longer allowed to answer"
+"""The ``reason`` of a ``withdrawn`` event: the person lost the authority that admitted their
+submission (removed from the answering group or role) before it would have counted."""
 NOISE_DROPPED = "noise_dropped"
 """Kind of the one event :meth:`Store.history` adds where older noise events were dropped; its
 ``detail`` is ``{"dropped": <how many>}``."""
@@ -146,6 +149,8 @@ class SubmitOutcome(StrEnum):
     # only from Store.pick and Store.submit_form, with nothing changed:
     INVALID = "invalid"  # not a one-click ask, or no such question or option; a form's problems
     GROUPS = "groups"  # look up the person's groups among record.answerers, then pick again
+    # only with ``verified`` given (required K >= 2), with nothing changed:
+    VERIFY = "verify"  # this would make K agree: re-check SubmitResult.verify's people, retry
 
 
 MAX_TYPED = 2000
@@ -173,10 +178,16 @@ class FormProblem(StrEnum):
 
 
 def typed_text(picks: Picks) -> tuple[str | None, bool]:
-    """A question's typed text as it is judged and kept: stripped, at most :data:`MAX_TYPED`
-    characters (``None`` if nothing is left), and whether it was longer than that. Lone
-    surrogates (a JSON escape in a platform's payload) become U+FFFD, so the text can be stored."""
-    text = encodable((picks.text or "").strip())
+    """A question's typed text as it is judged and kept: :func:`bridge.text.typed` (what the
+    person sees of it, trimmed; ``None`` when they would see nothing, so a text of only spaces
+    or only zero-width characters answers nothing), at most :data:`MAX_TYPED` characters, and
+    whether it was longer than that. Lone surrogates (a JSON escape in a platform's payload)
+    become U+FFFD, so the text can be stored.
+
+    Both stores judge a form by this one function: :meth:`Store.submit_form` here, and the
+    networked store before its script runs (``ask.lua`` takes the text as this gives it and
+    only tells text from ``null``), so no second rule for "blank" lives in Lua."""
+    text = typed(picks.text or "") or ""
     return text[:MAX_TYPED] or None, len(text) > MAX_TYPED
 
 
@@ -224,7 +235,7 @@ class SubmitResult:
     so a caller that needs only the outcome (an agent answering through the store, a bench)
     never builds a record, and one that reads it builds it once."""
 
-    __slots__ = ("_build", "_record", "outcome", "problems")
+    __slots__ = ("_build", "_record", "outcome", "problems", "verify")
 
     def __init__(
         self,
@@ -233,10 +244,14 @@ class SubmitResult:
         problems: Mapping[int, FormProblem] | None = None,
         *,
         build: Callable[[], AskRecord] | None = None,
+        verify: tuple[str, ...] = (),
     ) -> None:
         self.outcome = outcome
         self.problems: Mapping[int, FormProblem] = problems or {}
         """``INVALID`` forms (:meth:`Store.submit_form`): what is wrong with each question."""
+        self.verify = verify
+        """``VERIFY``: the keys (:attr:`~bridge.record.Submission.key`) of the submissions whose
+        people's authority the caller must re-check before this one may make K agree."""
         self._record = record
         self._build = build
 
@@ -479,6 +494,7 @@ class Store(ABC):
         *,
         now: float | None = None,
         attempt: str | None = None,
+        verified: Mapping[str, Sequence[str]] | None = None,
     ) -> SubmitResult:
         """Record a complete answer exactly once; see :class:`SubmitOutcome` for the verdicts.
 
@@ -501,6 +517,18 @@ class Store(ABC):
         ``closed_at``, ``expired`` event, hand-off, waiters woken, due index), and the verdict is
         ``CLOSED``. No sweep will return that ask, so *the caller* re-renders it as ended.
         ``now`` (default: the clock) is the time the step runs at, like :meth:`sweep`'s.
+
+        Authority at the moment it counts: ``verified`` (a caller able to re-check who may
+        answer, as :class:`~bridge.answering.Answering` is: group and role lookups cached a
+        minute) maps submission keys to their people's authorising ids as they are now (user id,
+        linked ids, current groups; :attr:`~bridge.record.Responder.authorising`); ``{}`` on a
+        first try. When this submission would make K agree and one of the others it would count
+        is not in ``verified``, nothing changes and the verdict is ``VERIFY``, naming them in
+        :attr:`SubmitResult.verify`: re-check each, then submit again with them. A counted
+        submission whose ids no longer authorise its person is withdrawn first (a ``withdrawn``
+        event; shown, never counted: :attr:`~bridge.record.Submission.withdrawn`) -- someone
+        removed from the answering group after submitting no longer approves. ``None``: the
+        caller cannot re-check; submissions count as they were made.
         """
 
     async def pick(
@@ -513,6 +541,7 @@ class Store(ABC):
         groups_unknown: bool = False,
         now: float | None = None,
         attempt: str | None = None,
+        verified: Mapping[str, Sequence[str]] | None = None,
     ) -> SubmitResult:
         """A one-click answer: option ``option`` of question ``question`` (from 0), built from the
         stored question set and submitted as :meth:`submit` would, in one step -- a click costs
@@ -539,7 +568,7 @@ class Store(ABC):
             return SubmitResult(SubmitOutcome.GROUPS, record)
         q = qs[question]
         answer = Answer(question=q.question, selected=(q.options[option].label,))
-        return await self.submit(ask_id, who, [answer], now=now, attempt=attempt)
+        return await self.submit(ask_id, who, [answer], now=now, attempt=attempt, verified=verified)
 
     async def submit_form(
         self,
@@ -550,6 +579,7 @@ class Store(ABC):
         groups_unknown: bool = False,
         now: float | None = None,
         attempt: str | None = None,
+        verified: Mapping[str, Sequence[str]] | None = None,
     ) -> SubmitResult:
         """A submitted form: ``picks`` by question index, judged against the stored question set
         (:func:`form_problems`), its answers built from it (:func:`form_answers`) and submitted
@@ -570,7 +600,7 @@ class Store(ABC):
         if groups_unknown and not record.may_answer(who):
             return SubmitResult(SubmitOutcome.GROUPS, record)
         answers = form_answers(record.questions, picks)
-        return await self.submit(ask_id, who, answers, now=now, attempt=attempt)
+        return await self.submit(ask_id, who, answers, now=now, attempt=attempt, verified=verified)
 
     @abstractmethod
     async def close(

@@ -228,19 +228,27 @@ class Fields:
     """How many people must agree (``required``), set at creation only when more than one: a
     one-person ask has no such field and its submissions read nothing more."""
     SUBMISSION = "sub:"
-    """``sub:<user id>``: that person's current submission to an ask needing several people,
+    """``sub:<key>``: that person's current submission to an ask needing several people,
     JSON ``{"at", "user_id", "name", "answers"}`` (answers without their question texts, as in
-    the audit trail); a newer submission by the same person overwrites it."""
+    the audit trail); a newer submission by the same person overwrites it. The key is the user
+    id, or for a person linked across platforms ``person:<name>`` (:mod:`bridge.identities`),
+    so their submission is one whichever platform it came from; the same key names the fields
+    below."""
     SUBMISSION_KEY = "subk:"
-    """``subk:<user id>``: that submission's answers as canonical JSON (equal answers, equal
+    """``subk:<key>``: that submission's answers as canonical JSON (equal answers, equal
     text; ``ANSWERS`` is written the same way), prefixed with ``T`` when it holds typed text, so
-    Lua counts agreement by comparing texts and a typed one never agrees. Its absence while
+    Lua counts agreement by comparing texts and a typed one never agrees, and with ``W`` once it
+    was withdrawn (``SUBMISSION_WITHDRAWN``), which never agrees either. Its absence while
     pending tells a person's first submission (``submitted``) from a change (``resubmitted``).
     Once the ask is settled only those equal to the accepted answers are kept (a repeat by an
     agreeing person is ``REPEATED``; nobody else's is ever compared again)."""
     SUBMISSION_ATTEMPT = "suba:"
-    """``suba:<user id>``: the token of the attempt that recorded it, so its retry is that
+    """``suba:<key>``: the token of the attempt that recorded it, so its retry is that
     attempt (``RECORDED`` again, not ``REPEATED``). Dropped once the ask is settled."""
+    SUBMISSION_WITHDRAWN = "subw:"
+    """``subw:<key>``: ``"1"`` when that submission was withdrawn: its person no longer had the
+    authority that admitted it when it would have counted (``Store.submit``'s ``verified``).
+    Shown, never counted; a new submission by the person clears it."""
     REMINDED = "reminded"
     """How many reminders were posted (or given up); absent: none."""
     REMINDED_AT = "reminded_at"

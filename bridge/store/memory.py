@@ -13,7 +13,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from bridge.store.base import (
     DEFAULT_RENDER_INTERVAL,
     DEFAULT_RETENTION,
     DEFAULT_TIMER_RETRY,
+    NO_LONGER_ALLOWED,
     NOISE_KINDS,
     RENDER_TRIES,
     SWEEP_BATCH,
@@ -48,6 +49,12 @@ from bridge.store.base import (
     parse_step,
     timer_detail,
 )
+
+
+def _authorised(record: AskRecord, key: str, ids: Sequence[str]) -> bool:
+    """Whether a submission's person, by key and authorising ids, may answer ``record``."""
+    allowed = set(record.answerers)
+    return not allowed or key in allowed or any(i in allowed for i in ids)
 
 
 @dataclass
@@ -356,6 +363,7 @@ class MemoryStore(Store):
         *,
         now: float | None = None,
         attempt: str | None = None,
+        verified: Mapping[str, Sequence[str]] | None = None,
     ) -> SubmitResult:
         dumped, chosen = dump_answers(answers)
         detail: dict[str, Any] = {"name": who.name, "answers": dumped}
@@ -375,8 +383,8 @@ class MemoryStore(Store):
                 return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
             if rec.status is AskStatus.ANSWERED:
                 by = rec.answered_by
-                by_me = by is not None and by.user_id == who.user_id
-                mine = entry.submitted.get(who.user_id)
+                by_me = by is not None and by.key == who.key
+                mine = entry.submitted.get(who.key)
                 if entry.answers_key == chosen and (by_me or (mine and mine[0] == chosen)):
                     same = by_me and attempt is not None and attempt == entry.attempt
                     return SubmitResult(
@@ -388,7 +396,9 @@ class MemoryStore(Store):
                 self._event(entry, "late", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.CLOSED, rec)
             if rec.required > 1:
-                pending = self._record_submission(entry, who, answers, chosen, attempt, now, detail)
+                pending = self._record_submission(
+                    entry, who, answers, chosen, attempt, now, detail, verified
+                )
                 if pending is not None:
                     return pending
                 agreed = sorted(u for u, (key, _) in entry.submitted.items() if key == chosen)
@@ -411,20 +421,34 @@ class MemoryStore(Store):
         attempt: str | None,
         now: float,
         detail: dict[str, Any],
+        verified: Mapping[str, Sequence[str]] | None,
     ) -> SubmitResult | None:
         """An ask needing several people: record the person's submission (replacing theirs).
         The verdict while the ask stays pending, or ``None`` when this submission makes
-        ``required`` equal untyped ones (see ``record_submission`` in ask.lua)."""
+        ``required`` equal untyped ones (see ``record_submission`` in ask.lua): re-checking, as
+        ``verified`` allows, the authority of the others it would count (:meth:`Store.submit`)."""
         rec = entry.record
         typed = any(a.other_text is not None for a in answers)
         key = "T" + chosen if typed else chosen
-        mine = entry.submitted.get(who.user_id)
+        mine = entry.submitted.get(who.key)
         if mine is not None and mine[0] == key:
             same = attempt is not None and attempt == mine[1]
             return SubmitResult(SubmitOutcome.RECORDED if same else SubmitOutcome.REPEATED, rec)
-        entry.submitted[who.user_id] = (key, attempt)
-        sub = Submission(user_id=who.user_id, name=who.name, at=now, answers=tuple(answers))
-        subs = [s for s in rec.submissions if s.user_id != who.user_id] + [sub]
+        if not typed and verified is not None:
+            others = [k for k, (kk, _) in entry.submitted.items() if kk == chosen and k != who.key]
+            if len(others) + 1 >= rec.required:
+                unverified = tuple(sorted(k for k in others if k not in verified))
+                if unverified:
+                    return SubmitResult(SubmitOutcome.VERIFY, rec, verify=unverified)
+                for other in others:
+                    if not _authorised(rec, other, verified[other]):
+                        self._withdraw(entry, other, now)
+                rec = entry.record
+        entry.submitted[who.key] = (key, attempt)  # one per person, whichever platform
+        sub = Submission(
+            user_id=who.user_id, name=who.name, at=now, answers=tuple(answers), person=who.person
+        )
+        subs = [s for s in rec.submissions if s.key != who.key] + [sub]
         subs.sort(key=lambda s: (s.at, s.user_id))
         entry.record = rec.model_copy(update={"submissions": tuple(subs)})
         agreeing = sum(1 for k, _ in entry.submitted.values() if k == chosen)
@@ -433,6 +457,18 @@ class MemoryStore(Store):
             self._event(entry, kind, who.user_id, now, **detail)
             return SubmitResult(SubmitOutcome.RECORDED, entry.record)
         return None
+
+    def _withdraw(self, entry: _Ask, key: str, now: float) -> None:
+        """The person behind submission ``key`` lost their authority: it no longer counts."""
+        kept, attempt = entry.submitted[key]
+        entry.submitted[key] = ("W" + kept, attempt)  # never equal to an answer: never agrees
+        subs = tuple(
+            s.model_copy(update={"withdrawn": True}) if s.key == key else s
+            for s in entry.record.submissions
+        )
+        entry.record = entry.record.model_copy(update={"submissions": subs})
+        user = next(s.user_id for s in subs if s.key == key)
+        self._event(entry, "withdrawn", user, now, reason=NO_LONGER_ALLOWED)
 
     async def close(
         self, ask_id: str, status: AskStatus, *, by: str | None = None

@@ -162,6 +162,7 @@ _OUTCOMES = {
     "not_allowed": SubmitOutcome.NOT_ALLOWED,
     "invalid": SubmitOutcome.INVALID,
     "groups": SubmitOutcome.GROUPS,
+    "verify": SubmitOutcome.VERIFY,
 }
 
 # What "Redis did not answer" looks like in redis-py (OSError covers socket errors and timeouts).
@@ -785,6 +786,7 @@ class RedisStore(Store):
         *,
         now: float | None = None,
         attempt: str | None = None,
+        verified: Mapping[str, Sequence[str]] | None = None,
     ) -> SubmitResult:
         await self._init()
         now = time.time() if now is None else now
@@ -795,14 +797,15 @@ class RedisStore(Store):
             "submit",
             ask_id,
             (
-                who.user_id,
-                json.dumps(list(who.groups)),
+                who.key,  # one submission per person (bridge.identities), else per user
+                json.dumps(list(who.authorising)),
                 who.model_dump_json(),
                 chosen,
                 json.dumps(who.user_id),
                 json.dumps({"name": who.name, "answers": dumped}, ensure_ascii=False),
                 attempt,
                 "1" if any(a.other_text is not None for a in answers) else "0",
+                _verified(verified),
             ),
             now,
         )
@@ -819,7 +822,10 @@ class RedisStore(Store):
         raw = codec.pairs(reply[1])
         found = reply[2] if reply[0] == "invalid" and len(reply) > 2 else []  # a form's problems
         problems = {int(found[i]): FormProblem(found[i + 1]) for i in range(0, len(found), 2)}
-        result = SubmitResult(_OUTCOMES[reply[0]], None, problems, build=lambda: codec.record(raw))
+        verify = tuple(json.loads(reply[2])) if reply[0] == "verify" else ()
+        result = SubmitResult(
+            _OUTCOMES[reply[0]], None, problems, build=lambda: codec.record(raw), verify=verify
+        )
         if reply[0] in ("accepted", "expired"):  # this submission ended it
             if self._cluster:
                 record = result.record
@@ -839,10 +845,13 @@ class RedisStore(Store):
         groups_unknown: bool = False,
         now: float | None = None,
         attempt: str | None = None,
+        verified: Mapping[str, Sequence[str]] | None = None,
     ) -> SubmitResult:
         """One script: ``ask.lua`` builds the answer from the stored question set."""
         choice = (question, option)
-        return await self._choose("pick", ask_id, who, choice, groups_unknown, now, attempt)
+        return await self._choose(
+            "pick", ask_id, who, choice, groups_unknown, now, attempt, verified
+        )
 
     @_guarded("submit_form")
     async def submit_form(
@@ -854,12 +863,15 @@ class RedisStore(Store):
         groups_unknown: bool = False,
         now: float | None = None,
         attempt: str | None = None,
+        verified: Mapping[str, Sequence[str]] | None = None,
     ) -> SubmitResult:
         """One script: ``ask.lua`` judges the form and builds the answers from the stored
-        question set; the typed text is stripped and measured here (in characters)."""
+        question set; the typed text is judged and measured here (:func:`typed_text`)."""
         form = [[i, list(p.selected), *typed_text(p)] for i, p in picks.items()]
         choice = (json.dumps(form, ensure_ascii=False),)
-        return await self._choose("form", ask_id, who, choice, groups_unknown, now, attempt)
+        return await self._choose(
+            "form", ask_id, who, choice, groups_unknown, now, attempt, verified
+        )
 
     async def _choose(
         self,
@@ -870,6 +882,7 @@ class RedisStore(Store):
         groups_unknown: bool,
         now: float | None,
         attempt: str | None,
+        verified: Mapping[str, Sequence[str]] | None,
     ) -> SubmitResult:
         """Run ``pick`` or ``form``: the person, what they chose (the op's own arguments), and
         the rest as :meth:`submit` sends it; the script builds the answers from the stored set."""
@@ -880,14 +893,15 @@ class RedisStore(Store):
             op,
             ask_id,
             (
-                who.user_id,
-                json.dumps(list(who.groups)),
+                who.key,  # one submission per person (bridge.identities), else per user
+                json.dumps(list(who.authorising)),
                 who.model_dump_json(),
                 *choice,
                 json.dumps(who.user_id),
                 json.dumps(who.name, ensure_ascii=False),
                 attempt,
                 "1" if groups_unknown else "0",
+                _verified(verified),
             ),
             now,
         )
@@ -1413,6 +1427,14 @@ def _retrieved(attempt: asyncio.Future[None]) -> None:
     and each that awaited it got the error already."""
     if not attempt.cancelled():
         attempt.exception()
+
+
+def _verified(verified: Mapping[str, Sequence[str]] | None) -> str:
+    """``verified`` as the script takes it: ``''`` when the caller cannot re-check anyone's
+    authority, else a JSON object of each key's authorising ids (``{}``: nobody checked yet)."""
+    if verified is None:
+        return ""
+    return json.dumps({key: list(ids) for key, ids in verified.items()}, ensure_ascii=False)
 
 
 def _settled(raw: dict[str, str]) -> bool:

@@ -7,9 +7,11 @@ answer, closing) are separate hash fields, so ``ask.lua`` can set each without r
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
+from bridge.identities import PERSON_KEY
 from bridge.models import STORED, Answer
 from bridge.record import AskRecord, Submission
 from bridge.store.base import creation_text
@@ -48,8 +50,16 @@ def record(raw: dict[str, str]) -> AskRecord:
         parts += [',"closed_at":', _number(raw[Fields.CLOSED_AT])]
     parts.append("}")
     built = AskRecord.model_validate_json("".join(parts), context=STORED)
-    subs = [value for field, value in raw.items() if field.startswith(Fields.SUBMISSION)]
-    return built.model_copy(update={"submissions": submissions(built, subs)}) if subs else built
+    subs = {
+        field[len(Fields.SUBMISSION) :]: value
+        for field, value in raw.items()
+        if field.startswith(Fields.SUBMISSION)
+    }
+    if not subs:
+        return built
+    withdrawn = Fields.SUBMISSION_WITHDRAWN
+    gone = {f[len(withdrawn) :] for f in raw if f.startswith(withdrawn)}
+    return built.model_copy(update={"submissions": submissions(built, subs, gone)})
 
 
 def has_follow_ups(raw: dict[str, str]) -> bool:
@@ -59,12 +69,16 @@ def has_follow_ups(raw: dict[str, str]) -> bool:
     return '"follow_ups":null' not in raw[Fields.BODY]
 
 
-def submissions(record: AskRecord, stored: Sequence[str]) -> tuple[Submission, ...]:
-    """The ``sub:<user id>`` fields as submissions, oldest first: their answers leave out the
-    question texts (as the audit trail's do), taken back from the record's question set."""
+def submissions(
+    record: AskRecord, stored: Mapping[str, str], withdrawn: AbstractSet[str] = frozenset()
+) -> tuple[Submission, ...]:
+    """The ``sub:<key>`` fields (by key: a user id, or a linked person's ``person:<name>``,
+    :mod:`bridge.identities`) as submissions, oldest first, those keyed in ``withdrawn`` marked
+    so: their answers leave out the question texts (as the audit trail's do), taken back from the
+    record's question set."""
     qs = record.questions.questions
     out = []
-    for text in stored:
+    for key, text in stored.items():
         data = json.loads(text)
         answers = tuple(
             Answer(question=q.question, selected=tuple(a["selected"]), other_text=a["other_text"])
@@ -72,7 +86,12 @@ def submissions(record: AskRecord, stored: Sequence[str]) -> tuple[Submission, .
         )
         out.append(
             Submission(
-                user_id=data["user_id"], name=data["name"], at=float(data["at"]), answers=answers
+                user_id=data["user_id"],
+                name=data["name"],
+                at=float(data["at"]),
+                answers=answers,
+                person=key if key.startswith(PERSON_KEY) else None,
+                withdrawn=key in withdrawn,
             )
         )
     return tuple(sorted(out, key=lambda s: (s.at, s.user_id)))

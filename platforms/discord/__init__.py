@@ -22,6 +22,7 @@ from platforms.discord.app import Interactions
 from platforms.discord.client import RestClient, check_login, gateway_client, login
 from platforms.discord.poster import DiscordPoster
 from platforms.discord.render import REPLIES
+from platforms.discord.roles import RoleResolver
 from platforms.discord.settings import DiscordSettings, load_settings
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,12 @@ class DiscordReceiver:
         self.token = settings.bot_token()
         self.client = gateway_client(settings, guild_ready_timeout=guild_ready_timeout)
         answering = Answering(
-            store, poster, REPLIES, store_timeout=store_timeout, ack_budget=ack_budget
+            store,
+            poster,
+            REPLIES,
+            membership=RoleResolver(self.client),
+            store_timeout=store_timeout,
+            ack_budget=ack_budget,
         )
         self.interactions = Interactions(answering)
         self.interactions.install(self.client)

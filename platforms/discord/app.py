@@ -17,7 +17,8 @@ Discord's rules:
 * **Modals first.** A modal must be the first response to its click: a control that opens one
   (``Answer``, ``Other…``, ``Next``) does one bounded store read (may this person answer, and the
   question set to render) and then either opens the modal or explains; if the store is slow it
-  answers "thinking…" at once and follows up with a button that opens the form.
+  answers "thinking…" at once and follows up with a button that opens the form. A modal
+  Discord refuses is explained where Discord still allows it (:func:`not_opened`).
 
 Every response is sent with allowed mentions that parse nothing.
 """
@@ -36,7 +37,8 @@ from discord.utils import MISSING
 from bridge import routing
 from bridge.answering import Answering, Caller, Outcome, Picks, Verdict
 from bridge.record import AskRecord
-from bridge.replies import BAD_CONTROL, GONE
+from bridge.replies import BAD_CONTROL, GONE, NOT_OPENED
+from bridge.text import blank
 from platforms.discord import ids
 from platforms.discord.render import (
     form_modal,
@@ -54,6 +56,10 @@ RECORDED_NOW = "✅ Your answer is recorded."
 FORM_READY = "The form is ready:"
 _PICK_FIELD = re.compile(r"^q([0-9])$")
 _RETRYABLE = (Outcome.INVALID, Outcome.UNAVAILABLE)
+UNKNOWN_INTERACTION = 10062
+"""Discord's code for a response to an interaction it no longer knows (its 3 s are over)."""
+ALREADY_ACKNOWLEDGED = 40060
+"""Discord's code for a second response to one interaction."""
 Parsed = routing.Route | routing.Step | routing.BadRoute | None
 
 
@@ -156,7 +162,10 @@ class Interactions:
         record = verdict.record if verdict.outcome is Outcome.OPEN else None
         modal = build(record) if record is not None else None
         if modal is not None and modal.children:
-            await interaction.response.send_modal(modal)
+            try:
+                await interaction.response.send_modal(modal)
+            except discord.HTTPException as refused:
+                await not_opened(interaction, ask_id, refused)
         elif modal is not None:  # a forged step asking nothing
             await tell(interaction, BAD_CONTROL)
         else:
@@ -267,9 +276,7 @@ class Interactions:
             routing.Choice(
                 frozenset(o for o in p.selected if o >= 0),
                 typed=i in ticked
-                or (
-                    bool((p.text or "").strip()) and isinstance(fields.get(ids.pick_field(i)), list)
-                ),
+                or (not blank(p.text or "") and isinstance(fields.get(ids.pick_field(i)), list)),
             )
             for i, p in sorted(picks.items())
         )
@@ -315,6 +322,37 @@ def control_item(interactions: Interactions) -> type[ui.DynamicItem[ui.Button[ui
             await interactions.on_click(interaction, self.parsed)
 
     return Control
+
+
+async def not_opened(
+    interaction: discord.Interaction[Any], ask_id: str, refused: discord.HTTPException
+) -> None:
+    """Discord refused the modal, the click's one response: tell the person privately to click
+    again where Discord still lets anything reach them, and log one line (an expected event --
+    a late click, another process of the bot answering first -- not a bug).
+
+    What Discord allows then depends on why it refused. Already acknowledged (40060, by another
+    process run with the same token): the interaction has its response, so its token carries
+    follow-ups for 15 minutes -- an ephemeral follow-up. Unknown interaction (10062: the 3 s to
+    respond had passed): Discord has invalidated the token, and a follow-up needs a response
+    first, so nothing more can reach the person. Any other refusal left the interaction
+    unanswered: the message can still be its response (if time remains)."""
+    if refused.code == UNKNOWN_INTERACTION:
+        outcome = "the click expired, so nothing can reach the person"
+    else:
+        try:
+            if refused.code == ALREADY_ACKNOWLEDGED:
+                await interaction.followup.send(
+                    NOT_OPENED, ephemeral=True, allowed_mentions=NO_MENTIONS
+                )
+            else:
+                await tell(interaction, NOT_OPENED)
+            outcome = "told the person privately to click again"
+        except discord.HTTPException as again:
+            outcome = f"nor could the person be told ({again})"
+    log.warning(
+        "could not open the form of ask %s (Discord answered %s): %s", ask_id, refused, outcome
+    )
 
 
 async def tell(

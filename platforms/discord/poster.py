@@ -8,7 +8,7 @@ from bridge.poster import Poster
 from bridge.record import AskRecord, MessageRef
 from platforms.discord.client import RestClient
 from platforms.discord.render import reminder_content, render_message
-from platforms.discord.text import is_user
+from platforms.discord.text import ANSWERER_RULE, answerer_id, is_user
 
 PLATFORM = "discord"
 
@@ -26,6 +26,7 @@ class DiscordPoster(Poster):
     mentions, which parse nothing from the text."""
 
     platform = PLATFORM
+    answerer_rule = ANSWERER_RULE
 
     def __init__(self, rest: RestClient) -> None:
         self.rest = rest
@@ -52,6 +53,10 @@ class DiscordPoster(Poster):
         return MessageRef(
             platform=PLATFORM, channel=str(channel_id), message_id=str(sent.id), extra=extra
         )
+
+    def answerer(self, answerer: str) -> str | None:
+        """A user id (a number) or a role (``role:ID``), as Discord writes the number."""
+        return answerer_id(answerer)
 
     def individual(self, answerer: str) -> bool:
         """A user id (a number), not a role (``role:ID``)."""

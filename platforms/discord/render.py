@@ -119,16 +119,17 @@ def asker(record: AskRecord) -> str:
 
 def reminder_content(record: AskRecord, n: int) -> tuple[str, discord.AllowedMentions]:
     """Reminder ``n`` for a reply to the message, and the mentions it may notify: exactly the
-    answerers shown (``<@id>``, ``<@&role>``). When anyone may answer it mentions nobody: a
-    bot's ``@here`` needs the Mention Everyone permission and would notify every online member
-    who can see the channel, so the reply (which shows as new in the channel) is the nudge.
+    answerers shown (``<@id>``, ``<@&role>``; those :func:`bridge.replies.to_remind` names).
+    When anyone may answer it mentions nobody: a bot's ``@here`` needs the Mention Everyone
+    permission and would notify every online member who can see the channel, so the reply
+    (which shows as new in the channel) is the nudge.
     The time the question was asked shows in each reader's own zone (``<t:…:f>``)."""
     at = int(record.created_at)
     since = f"<t:{at}:f> (<t:{at}:R>)"
     text = REPLIES.reminder(
         record, n, asker=fit(replies.asker(record), 80, markdown=True), since=since, here=""
     )
-    return text, answerer_mentions(record.answerers[:MAX_ANSWERERS_SHOWN])
+    return text, answerer_mentions(replies.to_remind(record)[:MAX_ANSWERERS_SHOWN])
 
 
 def render_message(record: AskRecord) -> Message:

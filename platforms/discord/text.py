@@ -58,6 +58,21 @@ def fit(text: str, limit: int, *, markdown: bool = False) -> str:
     return cut + ELLIPSIS
 
 
+ANSWERER_RULE = "Discord answerers are user ids, numbers, and roles, role:ID"
+
+
+def answerer_id(text: str) -> str | None:
+    """``text`` as the Discord user id or ``role:ID`` it names -- trimmed, the prefix in lower
+    case, the number as Discord writes it (no leading zeros, below 2**64) -- or ``None``."""
+    found = text.strip()
+    head, colon, rest = found.partition(":")
+    role = bool(colon) and head.lower() == ROLE_PREFIX[:-1]
+    number = rest if role else found
+    if not _SNOWFLAKE.fullmatch(number) or int(number) >= 2**64:
+        return None
+    return f"{ROLE_PREFIX}{int(number)}" if role else str(int(number))
+
+
 def is_user(answerer: str) -> bool:
     """Whether ``answerer`` is a user id (a snowflake), not a role (``role:ID``)."""
     return bool(_SNOWFLAKE.match(answerer))

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.record import AskRecord
+
 GROUP_PREFIX = "S"
 
 
@@ -23,8 +25,11 @@ class GroupResolver:
         self.ttl = ttl
         self._members: dict[str, tuple[float, asyncio.Task[frozenset[str]]]] = {}
 
-    async def groups_of(self, user_id: str, candidates: Iterable[str]) -> tuple[str, ...]:
-        """The user-group ids among ``candidates`` that ``user_id`` is a member of."""
+    async def groups_of(
+        self, user_id: str, candidates: Iterable[str], record: AskRecord | None = None
+    ) -> tuple[str, ...]:
+        """The user-group ids among ``candidates`` that ``user_id`` is a member of (a workspace
+        has one set of groups, wherever the ask was posted)."""
         found = []
         for group in candidates:
             if group.startswith(GROUP_PREFIX) and user_id in await self.members(group):

@@ -11,8 +11,8 @@ checked on the raw bytes first -- 401 when it is missing, stale or wrong -- then
 -- 400 when a signed body is not an interactive payload Bolt can take -- and only then is the
 request handed to Bolt (which verifies it again), with the payload parsed here: a click's form
 body is the whole message, URL-encoded, and decoding it is the dearest step of a click in Python
-(:func:`form_value`). Refusals are logged in one line each, at most one line per
-:data:`LOG_EVERY` seconds with a count of the rest, so a flood cannot flood the log.
+(:func:`form_value`). The server logs the refusals (:class:`bridge.http_server.RefusalLog`: a
+few lines for a flood of them).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import binascii
 import hashlib
 import hmac
 import json
-import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -39,10 +38,6 @@ from bridge.platform import HttpRoute
 EVENTS_PATH = "/slack/events"
 MAX_AGE = 300
 """Seconds a signed request stays valid (Slack's own rule: five minutes)."""
-LOG_EVERY = 10.0
-"""Seconds between log lines about refused requests."""
-
-log = logging.getLogger(__name__)
 
 _OBJECTS = ("user", "channel", "message", "container", "view", "team", "enterprise")
 """Payload keys Bolt reads as objects when present: anything else there would crash it."""
@@ -51,16 +46,13 @@ _OBJECTS = ("user", "channel", "message", "container", "view", "team", "enterpri
 def events_route(app: AsyncApp, signing_secret: str) -> HttpRoute:
     """``POST /slack/events``: verified with ``signing_secret``, checked, dispatched to ``app``."""
     secret = signing_secret.encode()
-    refusals = _RefusalLog()
 
     async def events(request: web.Request) -> web.StreamResponse:
         body = await request.read()
         if not _signed(secret, body, request.headers):
-            refusals.note(401, "missing, stale or wrong signature", request.remote)
             return web.Response(status=401, text="invalid request signature")
         problem, payload = read_payload(body, request.headers.get("Content-Type", ""))
         if problem is not None:
-            refusals.note(400, problem, request.remote)
             return web.Response(status=400, text=problem)
         if payload is None:  # JSON or ssl_check: Bolt reads it itself
             bolt_request = await to_bolt_request(request)
@@ -74,10 +66,14 @@ def events_route(app: AsyncApp, signing_secret: str) -> HttpRoute:
 
 def _signed(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
     """Slack's request signature, computed over the raw bytes (slack_sdk's verifier decodes the
-    body first, which fails on bytes that are not UTF-8)."""
+    body first, which fails on bytes that are not UTF-8). Any header value that is not a
+    signature -- missing, another scheme, another length, or not ASCII, on which
+    ``compare_digest`` raises -- is a wrong one."""
     timestamp = headers.get("X-Slack-Request-Timestamp", "")
     signature = headers.get("X-Slack-Signature", "")
-    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) < 16 and signature):
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) < 16):
+        return False
+    if not signature.isascii():
         return False
     if abs(time.time() - int(timestamp)) > MAX_AGE:
         return False
@@ -182,23 +178,3 @@ def _json(text: str) -> object:
         return json.loads(text)
     except ValueError:
         return None
-
-
-class _RefusalLog:
-    """One log line per refused request, but at most one per :data:`LOG_EVERY` seconds: the
-    rest are counted and reported with the next line."""
-
-    def __init__(self) -> None:
-        self._last = -LOG_EVERY
-        self._quiet = 0
-
-    def note(self, status: int, reason: str, remote: str | None) -> None:
-        now = time.monotonic()
-        if now - self._last < LOG_EVERY:
-            self._quiet += 1
-            return
-        more = f" ({self._quiet} more refused since the last report)" if self._quiet else ""
-        log.warning(
-            "refused a request to %s from %s: %d %s%s", EVENTS_PATH, remote, status, reason, more
-        )
-        self._last, self._quiet = now, 0

@@ -11,7 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.poster import Poster
 from bridge.record import AskRecord, MessageRef
 from platforms.slack.render import reminder_text, render_message
-from platforms.slack.text import is_user
+from platforms.slack.text import ANSWERER_RULE, answerer_id, is_user
 
 PLATFORM = "slack"
 log = logging.getLogger(__name__)
@@ -24,6 +24,7 @@ class SlackPoster(Poster):
     """
 
     platform = PLATFORM
+    answerer_rule = ANSWERER_RULE
 
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
@@ -65,6 +66,10 @@ class SlackPoster(Poster):
             return None
         link = resp.get("permalink")
         return link if isinstance(link, str) and link.startswith("https://") else None
+
+    def answerer(self, answerer: str) -> str | None:
+        """A user (``U…``/``W…``) or user group (``S…``) id, upper-cased."""
+        return answerer_id(answerer)
 
     def individual(self, answerer: str) -> bool:
         """A user id (``U…``/``W…``), not a user group (``S…``)."""

@@ -101,9 +101,10 @@ def asker(record: AskRecord) -> str:
 
 
 def reminder_text(record: AskRecord, n: int) -> str:
-    """Reminder ``n`` for a thread reply: the answerers' mentions (``<@U…>``,
-    ``<!subteam^S…>``), or ``<!here>`` when anyone may answer in a channel (nobody in a DM: the
-    DM notifies its person anyway); the time the question was asked in each reader's own zone.
+    """Reminder ``n`` for a thread reply: the mentions of the answerers still to answer
+    (:func:`bridge.replies.to_remind`: ``<@U…>``, ``<!subteam^S…>``), or ``<!here>`` when
+    anyone may answer in a channel (nobody in a DM: the DM notifies its person anyway); the time
+    the question was asked in each reader's own zone.
     Every other character is escaped, so the reply pings nobody else."""
     at = int(record.created_at)
     fallback = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))

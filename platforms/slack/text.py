@@ -47,6 +47,20 @@ def fit(text: str, limit: int) -> str:
     return "".join(kept).rstrip() + ELLIPSIS
 
 
+ANSWERER_RULE = "Slack answerers are user ids, U… or W…, and user group ids, S…"
+
+
+def answerer_id(text: str) -> str | None:
+    """``text`` as the Slack user or user group id it names, trimmed and in upper case (Slack's
+    ids are: ``u0alice`` is ``U0ALICE``, whose clicks carry that); ``None`` when it is neither
+    (a channel ``C…``, a bot ``B…``, a name)."""
+    found = text.strip()
+    if not found.isascii():  # upper() would make some non-ASCII letters ASCII ones
+        return None
+    found = found.upper()
+    return found if _USER_ID.fullmatch(found) or _GROUP_ID.fullmatch(found) else None
+
+
 def is_user(slack_id: str) -> bool:
     """Whether ``slack_id`` is shaped like a user id (not a user group's)."""
     return bool(_USER_ID.match(slack_id))

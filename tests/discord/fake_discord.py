@@ -7,7 +7,11 @@ follow-ups. Everything is recorded. Anything Discord would reject is answered 40
 (over-long or empty texts, too many components or embeds, embed totals over 6000, custom_ids over
 100 or repeated, modals with more than five components, radio groups outside 2-10 options...);
 unknown channels 404 10003, unknown messages 404 10008, a second response to an interaction
-400 40060, a response after 3 s 404 10062, a modal in answer to a modal 400 50035.
+400 40060, a response after 3 s (:attr:`FakeDiscord.interaction_ttl`) 404 10062, a modal in
+answer to a modal 400 50035, a follow-up to an interaction never responded to 404 10015.
+``fail_next(route, ...)`` answers the next call on a route with any of Discord's errors, and
+``click(..., answered_elsewhere=True)`` delivers a click that another process of the same bot
+has already responded to (Discord then answers this one's response 40060).
 
 Gateway (``/gateway``): HELLO, IDENTIFY -> READY (with ``resume_gateway_url``) and a GUILD_CREATE
 per guild, heartbeats and their acks, RESUME -> RESUMED (replaying what was missed), and
@@ -108,8 +112,12 @@ class FakeDiscord:
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _changed: asyncio.Condition | None = None
     _runner: web.AppRunner | None = None
+    interaction_ttl: float = INTERACTION_TTL
+    """Seconds after it is sent within which an interaction may be responded to (Discord's 3;
+    0 makes every click expire before the bot can answer it)."""
     _delays: dict[str, float] = field(default_factory=dict)
     _limited: dict[str, float] = field(default_factory=dict)
+    _failing: dict[str, tuple[int, int, str]] = field(default_factory=dict)
 
     # -- test controls --------------------------------------------------------------------
 
@@ -124,6 +132,11 @@ class FakeDiscord:
         """The next REST call whose path contains ``route`` answers 429 (doing nothing), with
         ``retry_after`` and the ``Via`` header (discord.py's sign that Discord sent it)."""
         self._limited[route] = retry_after
+
+    def fail_next(self, route: str, status: int, code: int, message: str) -> None:
+        """The next REST call whose path contains ``route`` answers ``status`` with Discord's
+        error body ``{"code": code, "message": message}``, doing nothing."""
+        self._failing[route] = (status, code, message)
 
     async def changed(self, check: Callable[[], Any], within: float = 60.0) -> Any:
         """Until ``check()`` is truthy (re-checked on every request and gateway event)."""
@@ -199,7 +212,10 @@ class FakeDiscord:
                 content_type="application/json",
                 headers={"Via": "1.1 google", "Retry-After": str(retry_after)},
             )
+        failing = next((f for f in self._failing if f in path), None)
         try:
+            if failing is not None:
+                raise Rejected(*self._failing.pop(failing))
             if (
                 self.revoked or request.headers.get("Authorization") != f"Bot {TOKEN}"
             ) and not path.startswith(("/interactions/", "/webhooks/")):
@@ -234,6 +250,13 @@ class FakeDiscord:
             if user not in self.users:
                 raise Rejected(400, 50007, "Cannot send messages to this user")
             return {"id": dm_channel(user), "type": 1, "recipients": [self.user(user)]}
+        if parts[0] == "guilds" and len(parts) == 4 and parts[2] == "members" and method == "GET":
+            if parts[1] != GUILD or parts[3] not in self.users:
+                raise Rejected(404, 10007, "Unknown Member")
+            return {
+                "user": self.user(parts[3]), "roles": self.roles.get(parts[3], []),
+                "joined_at": EPOCH, "deaf": False, "mute": False, "flags": 0,
+            }  # fmt: skip
         if parts[0] == "channels" and len(parts) == 2 and method == "GET":
             self._channel_ok(parts[1])
             return {
@@ -344,7 +367,7 @@ class FakeDiscord:
         interaction = self.interactions.get(interaction_id)
         if interaction is None or interaction.token != token:
             raise Rejected(404, 10062, "Unknown interaction")
-        if time.perf_counter() - interaction.sent_at > INTERACTION_TTL:
+        if time.perf_counter() - interaction.sent_at > self.interaction_ttl:
             raise Rejected(404, 10062, "Unknown interaction")
         if interaction.responses:
             raise Rejected(400, 40060, "Interaction has already been acknowledged.")
@@ -546,6 +569,8 @@ class FakeDiscord:
         channel: str,
         message: dict[str, Any] | None,
         session: Session | None,
+        *,
+        answered_elsewhere: bool = False,
     ) -> Interaction:
         live = session or (await self.wait_sessions())[0]
         interaction_id, token = self.snowflake(), f"tok{next(self._ids)}"
@@ -588,14 +613,25 @@ class FakeDiscord:
             payload["message"].pop("allowed_mentions", None)
             payload["message"].pop("interaction_user", None)
         interaction = Interaction(interaction_id, token, kind, user, payload, time.perf_counter())
+        if answered_elsewhere:  # a deferred update, the least another process could have sent
+            interaction.responses.append({"type": 6})
+            interaction.responded_at = interaction.sent_at
         self.interactions[interaction_id] = interaction
         await self._dispatch(live, "INTERACTION_CREATE", payload)
         return interaction
 
     async def click(
-        self, user: str, message: dict[str, Any], custom_id: str, *, session: Session | None = None
+        self,
+        user: str,
+        message: dict[str, Any],
+        custom_id: str,
+        *,
+        session: Session | None = None,
+        answered_elsewhere: bool = False,
     ) -> Interaction:
-        """``user`` presses the button ``custom_id`` on ``message`` (as it is now)."""
+        """``user`` presses the button ``custom_id`` on ``message`` (as it is now).
+        ``answered_elsewhere``: another process of the same bot (a second replica, a leftover
+        one, run with the same token) responded to the click first."""
         current = self.messages[message["id"]]
         ids = [c["custom_id"] for row in current["components"] for c in row["components"]]
         if custom_id not in ids:
@@ -603,7 +639,15 @@ class FakeDiscord:
         if _ephemeral(current) and current.get("interaction_user") != user:
             raise AssertionError("an ephemeral message is seen only by its user")
         data = {"custom_id": custom_id, "component_type": 2}
-        return await self._send(user, 3, data, current["channel_id"], current, session)
+        return await self._send(
+            user,
+            3,
+            data,
+            current["channel_id"],
+            current,
+            session,
+            answered_elsewhere=answered_elsewhere,
+        )
 
     async def forge_click(self, user: str, message: dict[str, Any], custom_id: str) -> Interaction:
         """A click on a button the message may no longer show (a stale or forged client)."""

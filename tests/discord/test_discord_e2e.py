@@ -12,14 +12,16 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from discord_harness import ALICE, BOB
+from discord_harness import ALICE, BOB, CAROL
 from discord_procs import discord_bot, discord_env
-from fake_discord import CHANNEL, MISSING_CHANNEL, FakeDiscord, Interaction, dm_channel
+from fake_discord import CHANNEL, GUILD, MISSING_CHANNEL, FakeDiscord, Interaction, dm_channel
 from procs import Agent, Serve
 from redis_server import RedisServer
 from samples import q
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+APPROVERS = "555555555555555555"
+"""A role of the fake guild that approvers are given."""
 
 
 class World:
@@ -49,7 +51,9 @@ class World:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def world(redis_srv: RedisServer) -> AsyncIterator[World]:
-    fake = await FakeDiscord(users={ALICE: "alice", BOB: "bob"}).start()
+    # the approvers' role exists in the guild from the start (the bot's cache learns it there);
+    # nobody holds it until a test gives it out
+    fake = await FakeDiscord(users={ALICE: "alice", BOB: "bob"}, roles={"0": [APPROVERS]}).start()
     env = discord_env(
         fake, REDIS_URL=redis_srv.url, ASK_BRIDGE_KEY_PREFIX=f"e2e{uuid.uuid4().hex[:6]}"
     )
@@ -264,3 +268,46 @@ async def test_two_approvers_answer_an_ask_that_needs_two(world: World) -> None:
     assert answers(out) == [{"selected": ["Hold"]}]
     final = await world.fake.changed(lambda: not message["components"] and message)
     assert final["content"] == f"Answered by <@{BOB}> and <@{ALICE}>"
+
+
+async def test_an_approver_whose_role_was_removed_no_longer_counts(world: World) -> None:
+    """``--answerer role:R --required 2`` through ``serve``: Alice approves, then loses the
+    role; Bob's approval would make two, but the bot reads Alice's roles afresh when it would
+    count (one member read, REST) and withdraws hers: Bob alone agrees, the message shows
+    hers withdrawn, and Carol's approval makes two."""
+    role = APPROVERS
+    world.fake.users[CAROL] = "carol"
+    for user in (ALICE, BOB, CAROL):
+        world.fake.roles[user] = [role]
+    agent, marker = await world.ask(
+        [q("Release {m}?", "Release", ["Ship it", "Hold"])],
+        *("--answerer", f"role:{role}", "--required", "2"),
+    )
+    try:
+        message = await world.fake.posted(marker)
+
+        async def click(user: str) -> str:
+            pressed = await world.fake.click(user, message, button(message, "Ship it"))
+            return await world.fake.told(pressed)
+
+        assert (await click(ALICE)).startswith("Your answer is recorded: Ship it.")
+        world.fake.roles[ALICE] = []  # removed from the approvers' role
+        told = await click(BOB)
+        assert told == "Your answer is recorded: Ship it. So far 1 of 2 agree on it: 1 more needed."
+        await world.fake.changed(
+            lambda: f"<@{ALICE}> chose Ship it (withdrawn" in json.dumps(message["embeds"])
+        )
+        assert agent.proc.returncode is None  # still waiting: one approval stands
+        pressed = await world.fake.click(CAROL, message, button(message, "Ship it"))
+        assert (await world.fake.responded(pressed))["type"] == 6
+        code, out, err = await agent.result()
+    finally:
+        await agent.kill()
+        for user in (ALICE, BOB, CAROL):
+            world.fake.roles.pop(user, None)
+    assert code == 0, err
+    assert answers(out) == [{"selected": ["Ship it"]}]
+    final = await world.fake.changed(lambda: not message["components"] and message)
+    assert final["content"] == f"Answered by <@{BOB}> and <@{CAROL}>"
+    reads = [c for c in world.fake.calls if c.path == f"/guilds/{GUILD}/members/{ALICE}"]
+    assert reads and reads[-1].status == 200

@@ -14,8 +14,9 @@ from fake_discord import CHANNEL, FakeDiscord, dm_channel
 from redis_server import RedisServer
 from samples import q
 
-from bridge.models import QuestionSet
-from bridge.record import AskRecord, AskStatus, Destination, FollowUps
+from bridge.models import Answer, QuestionSet
+from bridge.record import AskRecord, AskStatus, Destination, FollowUps, Responder
+from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 from bridge.sweeper import Sweeper
 
@@ -89,6 +90,29 @@ async def test_a_reminder_replies_once_and_notifies_exactly_the_answerers(
     assert not fake.errors()
     trail = [e.detail for e in await store.history(record.id) if e.kind == "reminded"]
     assert trail == [{"n": 1}]
+
+
+async def test_a_reminder_of_an_approval_notifies_only_who_has_not_submitted(
+    bot: Bot, fake: FakeDiscord, store: RedisStore, redis_srv: RedisServer
+) -> None:
+    """Two of them must agree and Alice has submitted: her part is done, so the reminder
+    notifies Bob and the reviewers' role (whose members may not have), and not her."""
+    record = await ask(
+        bot,
+        FollowUps(remind_after=60),
+        answerers=(ALICE, BOB, f"role:{REVIEWERS}"),
+        required=2,
+    )
+    go = (Answer(question="Deploy?", selected=("Go",)),)
+    submitted = await store.submit(record.id, Responder(user_id=ALICE, name="alice"), go)
+    assert submitted.outcome is SubmitOutcome.RECORDED
+    await sweep_twice(bot, store, redis_srv.url, record.created_at + 61)
+    (reply,) = replies_to(fake, record)
+    assert reply["content"].startswith(
+        f"⏰ <@{BOB}>, <@&{REVIEWERS}>: the question from Build bot still waits for an answer"
+    )
+    assert allowed(reply) == {"parse": [], "users": [BOB], "roles": [REVIEWERS]}
+    assert not fake.errors()
 
 
 async def test_a_reminder_when_anyone_may_answer_notifies_nobody(

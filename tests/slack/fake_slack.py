@@ -5,8 +5,9 @@ every call, and rejects what Slack would: blocks failing slack_sdk's own validat
 it leaves unchecked -- empty or over-3000-character text objects, a section without text or
 fields, option descriptions over 75 characters -- (``invalid_blocks``), block JSON over about
 13.2k characters (``msg_blocks_too_long``), over-long text (``msg_too_long``), channels listed in
-``missing_channels`` (``channel_not_found``), unknown messages (``message_not_found``), used or
-stale ``trigger_id`` s (``expired_trigger_id``) and stale view hashes (``hash_conflict``).
+``missing_channels`` (``channel_not_found``), unknown messages (``message_not_found``),
+``trigger_id`` s unknown (``invalid_trigger_id``), used (``exchanged_trigger_id``) or stale
+(``expired_trigger_id``), and stale view hashes (``hash_conflict``).
 ``rate_limit(method)`` makes the next call answer 429 with ``Retry-After`` without doing
 anything, which is what Slack guarantees for a 429. ``revoke(token)`` makes every later call
 made with ``token`` answer ``token_revoked``, as Slack does once an app is uninstalled or its
@@ -250,7 +251,11 @@ class FakeSlack:
     def _m_views_open(self, args: dict[str, Any]) -> dict[str, Any]:
         trigger = args.get("trigger_id", "")
         issued = self._triggers.get(trigger)
-        if issued is None or issued[1] or time.monotonic() - issued[0] > TRIGGER_TTL:
+        if issued is None:
+            return {"ok": False, "error": "invalid_trigger_id"}
+        if issued[1]:
+            return {"ok": False, "error": "exchanged_trigger_id"}
+        if time.monotonic() - issued[0] > TRIGGER_TTL:
             return {"ok": False, "error": "expired_trigger_id"}
         self._triggers[trigger] = (issued[0], True)
         view, problem = check_view(args.get("view"))

@@ -7,6 +7,7 @@ traceback; a flood of refusals is logged as a few lines, not one per request.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -15,12 +16,15 @@ from typing import Any
 from urllib.parse import quote_plus, unquote_plus, urlencode
 
 import pytest
+from fake_slack import BOT_TOKEN, FakeSlack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from payloads import SIGNING_SECRET, block_actions, form_body, signed, view_submission
+from procs import Serve, cli_env
 from samples import q
 from slack_harness import Bolt
 
+from bridge.http_server import LOG_EVERY
 from bridge.record import AskStatus
 from platforms.slack.http import form_value
 
@@ -134,6 +138,102 @@ async def test_a_flood_of_refusals_logs_a_few_lines(
         assert await post(bolt, b"payload=notjson", headers) == 401
     lines = [r for r in caplog.records if "refused a request" in r.getMessage()]
     assert 1 <= len(lines) <= 2
+    no_tracebacks(caplog)
+
+
+def raw_requests(timestamp: int) -> dict[str, tuple[bytes, int]]:
+    """Requests no HTTP client library would send, by what is wrong with them: the bytes, and
+    the status each must get."""
+    head = b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    signed_head = head + b"Connection: close\r\nContent-Length: 9\r\nX-Slack-Request-Timestamp: "
+    signed_head += str(timestamp).encode() + b"\r\n"
+    return {
+        "request line over 8 KB": (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n", 400),
+        "header over 8 KB": (head + b"X-Pad: " + b"a" * 9000 + b"\r\n\r\n", 400),
+        "200 headers": (head + b"".join(b"X-%d: y\r\n" % i for i in range(200)) + b"\r\n", 400),
+        "bad chunk size": (head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400),
+        "bad Content-Length": (head + b"Content-Length: abc\r\n\r\n", 400),
+        "Content-Length and chunked": (
+            head + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            400,
+        ),
+        "bad HTTP version": (b"GET / HTTP/9.9x\r\n\r\n", 400),
+        "non-ASCII signature": (signed_head + b"X-Slack-Signature: v0=\xe9\r\n\r\npayload=x", 401),
+        "non-UTF-8 signature": (signed_head + b"X-Slack-Signature: \xff\xfe\r\n\r\npayload=x", 401),
+        "another scheme": (
+            signed_head + b"X-Slack-Signature: v1=" + b"0" * 64 + b"\r\n\r\npayload=x",
+            401,
+        ),
+        "short signature": (signed_head + b"X-Slack-Signature: v0=00\r\n\r\npayload=x", 401),
+        "no signature": (signed_head + b"\r\npayload=x", 401),
+    }
+
+
+async def raw_status(port: int, request: bytes) -> int:
+    """The status ``request``, sent as it is on a fresh connection, got."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        status_line = await asyncio.wait_for(reader.readline(), 30)
+    finally:
+        writer.close()
+    return int(status_line.split()[1])
+
+
+async def leave_before_the_body(port: int) -> None:
+    """A request whose sender leaves before its body has all arrived."""
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nab")
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+
+
+async def test_serve_refuses_malformed_requests_with_4xx_in_a_few_log_lines(
+    fake: FakeSlack,
+) -> None:
+    """400 requests that are not HTTP, or carry a signature header that is not a signature, to
+    a real ``serve``, then a body over the size limit and senders that leave before their body
+    arrived: each is refused with its 4xx -- none a 500 -- and the log has no traceback, only a
+    line per :data:`LOG_EVERY` seconds (it had one traceback per request but the 413)."""
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=fake.url
+    )
+    serve = await Serve(env).start()
+    served = len(serve.log)
+    try:
+        started = time.monotonic()
+        requests = list(raw_requests(int(time.time())).items()) * 34  # 408
+        for first in range(0, len(requests), 12):
+            batch = requests[first : first + 12]
+            got = await asyncio.gather(*(raw_status(serve.port, raw) for _, (raw, _) in batch))
+            assert got == [want for _, (_, want) in batch], [name for name, _ in batch]
+        body = b"a" * (2**20 + 1)  # one byte over aiohttp's limit: all sent, none left unread
+        head = f"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}"
+        assert await raw_status(serve.port, head.encode() + b"\r\n\r\n" + body) == 413
+        for _ in range(10):
+            await leave_before_the_body(serve.port)
+        await asyncio.sleep(0.5)  # their ends reach the server
+        took = time.monotonic() - started
+    finally:
+        await serve.stop()
+    assert serve.returncode == 0
+    logged = serve.log[served:]
+    assert not [line for line in logged if "Traceback" in line or '"ERROR"' in line], logged
+    refusals = [line for line in logged if "refused a request" in line]
+    assert 1 <= len(refusals) <= 1 + took // LOG_EVERY, refusals
+    assert len("".join(logged)) < 4000, logged
+
+
+async def test_a_body_over_the_size_limit_is_a_refusal_too(
+    bolt: Bolt, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    assert await post(bolt, b"a" * (2**20 + 1), headers) == 413  # raised by aiohttp's read
+    (line,) = [r.getMessage() for r in caplog.records if "refused a request" in r.getMessage()]
+    assert ": 413 Maximum request body size" in line
     no_tracebacks(caplog)
 
 

@@ -22,6 +22,7 @@ from payloads import (
     form_values,
     radio,
     signed,
+    typed,
     view_submission,
 )
 from redis_server import redis_server
@@ -31,10 +32,11 @@ from slack_sdk.errors import SlackApiError
 
 from bridge import replies
 from bridge.http_server import HttpServer
-from bridge.models import Answer
-from bridge.record import AskStatus, Responder
+from bridge.models import Answer, QuestionSet
+from bridge.record import AskRecord, AskStatus, Destination, FollowUps, Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
+from bridge.sweeper import Sweeper
 from platforms.slack.app import build_app
 from platforms.slack.client import make_client
 from platforms.slack.groups import GroupResolver
@@ -423,6 +425,57 @@ async def test_other_alone_on_the_one_click_shape(bolt: Bolt) -> None:
     done = await bolt.store.get(record.id)
     assert done is not None and done.answers is not None
     assert (done.answers[0].selected, done.answers[0].other_text) == ((), "after the demo")
+
+
+async def test_typed_text_is_judged_by_what_the_person_sees(bolt: Bolt) -> None:
+    """The text field holding only zero-width characters is refused as an empty one is; hidden
+    characters inside an answer are not kept, and a line separator is a newline."""
+    record = await bolt.ask([DEPLOY])
+    view_id = await open_modal(bolt, record, "U0ALICE", f"askb:other:{record.id}:0")
+    values = {"q0.other": {"text": typed("\u200b \u2060\u200b")}}
+    status, body = await bolt.send(view_submission(bolt.fake, view_id, "U0ALICE", values))
+    assert status == 200
+    assert json.loads(body) == {
+        "response_action": "errors",
+        "errors": {"q0.other": replies.NEED_ANSWER},
+    }
+    await pending_still(bolt, record.id)
+    values = {"q0.other": {"text": typed("after\u200b the\u2028demo")}}
+    status, _ = await bolt.send(view_submission(bolt.fake, view_id, "U0ALICE", values))
+    assert status == 200
+    await bolt.fake.wait_for("chat.update")
+    done = await bolt.store.get(record.id)
+    assert done is not None and done.answers is not None
+    assert done.answers[0].other_text == "after the\ndemo"
+
+
+async def test_a_reminder_of_an_approval_mentions_only_who_has_not_submitted(bolt: Bolt) -> None:
+    """Through the sweeper: two must agree and Alice has submitted, so her part is done; Bob
+    and the reviewers' group (some of whom may not have) are reminded."""
+    now = time.time()
+    record = AskRecord(
+        questions=QuestionSet.model_validate({"questions": [DEPLOY]}),
+        destination=Destination(platform="slack", channel=CHANNEL),
+        answerers=("U0ALICE", "U0BOB", "S0REVIEW"),
+        required=2,
+        context={"asker": "Build bot"},
+        created_at=now,
+        expires_at=now + 300,
+        follow_ups=FollowUps(remind_after=60, remind_times=1),
+    )
+    await bolt.store.create(record)
+    ref = await bolt.poster.post(record)
+    await bolt.store.set_message(record.id, ref)
+    yes = (Answer(question="Ship the release now?", selected=("Yes",)),)
+    recorded = await bolt.store.submit(record.id, _responder("U0ALICE"), yes)
+    assert recorded.outcome is SubmitOutcome.RECORDED
+    assert await Sweeper(bolt.store, {"slack": bolt.poster}).follow_up(now + 61) == 1
+    (reminder,) = [
+        c for c in bolt.fake.ok_calls("chat.postMessage") if c.get("thread_ts") == ref.message_id
+    ]
+    assert reminder["text"].startswith(
+        "⏰ <@U0BOB>, <!subteam^S0REVIEW>: the question from Build bot still waits"
+    )
 
 
 async def test_answered_meanwhile_modal_shows_who(bolt: Bolt) -> None:

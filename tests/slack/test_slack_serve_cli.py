@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import aiohttp
 import pytest
 from fake_slack import BOT_TOKEN, FakeSlack
-from payloads import SIGNING_SECRET
+from payloads import SIGNING_SECRET, form_body, signed
 from procs import Serve, cli_env
-from redis_server import RedisServer
+from redis_server import RedisServer, free_port
 
 
 async def test_serve_without_redis_url_warns_that_its_store_is_empty(fake: FakeSlack) -> None:
@@ -107,3 +111,78 @@ async def test_serve_restricted_to_a_named_platform(fake: FakeSlack) -> None:
     await serve.stop()
     assert serve.returncode == 0
     assert [line for line in serve.log if "ask-bridge serve: ready (slack)" in line]
+
+
+def full_pipe() -> tuple[int, int]:
+    """A pipe whose buffer is full already: the next write to it waits until someone reads --
+    a log collector that stopped reading, from the first line on."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    for size in (4096, 1):
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                os.write(write_end, b"." * size)
+    os.set_blocking(write_end, True)
+    return read_end, write_end
+
+
+def click_on_an_unknown_ask(n: int) -> str:
+    """A signed click's form body, on an ask the store does not hold: ``serve`` answers it
+    (and explains it to the person) and logs a line about it."""
+    return form_body(
+        {
+            "type": "block_actions",
+            "user": {"id": "U0ALICE"},
+            "channel": {"id": "C0GENERAL"},
+            "trigger_id": f"trigger-{n}",
+            "actions": [{"type": "button", "action_id": "askb:pick:NoSuchAsk:0:0"}],
+        }
+    )
+
+
+async def test_serve_with_a_stalled_log_reader_answers_every_click_and_stops(
+    fake: FakeSlack,
+) -> None:
+    """``serve`` whose stderr nobody reads: its event loop never waits on the log, so it comes
+    up, answers every click (each logged) and stops on SIGTERM within 10 s, exit 0. It used to
+    block in the log call of the first line that did not fit in the pipe: no more clicks, and
+    SIGTERM ignored."""
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=fake.url
+    )
+    port = free_port()
+    read_end, write_end = full_pipe()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bridge.cli", "serve", "--port", str(port),
+        env=env, stdout=subprocess.DEVNULL, stderr=write_end,
+    )  # fmt: skip
+    os.close(write_end)
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with asyncio.timeout(60):  # a loaded machine takes seconds to start Python
+                while True:
+                    with contextlib.suppress(aiohttp.ClientConnectionError):
+                        async with session.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                            if resp.status == 200:
+                                break
+                    await asyncio.sleep(0.2)
+            for n in range(200):
+                body = click_on_an_unknown_ask(n)
+                url = f"http://127.0.0.1:{port}/slack/events"
+                async with asyncio.timeout(10):
+                    async with session.post(url, data=body, headers=signed(body)) as resp:
+                        assert resp.status == 200, n
+        stopping = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 10)
+        assert time.monotonic() - stopping < 10
+        assert proc.returncode == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        written = b""
+        while chunk := os.read(read_end, 65536):
+            written += chunk
+        os.close(read_end)
+    assert b"Traceback" not in written

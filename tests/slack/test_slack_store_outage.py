@@ -1,4 +1,4 @@
-"""A click while Redis is down, told "nothing was saved", must find nothing saved once Redis is back.
+"""A click while Redis is down, told "nothing was saved", finds nothing saved once Redis is back.
 
 Through ``ask-bridge serve`` over a Redis with AOF: the ask waits, Redis stops, a teammate clicks
 one option and is told privately that the store cannot be reached; Redis comes back (same address,
@@ -14,7 +14,6 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -23,13 +22,13 @@ from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import SIGNING_SECRET, block_actions, form_body, signed
 from procs import Serve, cli_env
 from redis_server import RedisServer
+from slack_harness import CHANNEL, Bolt
 
 from bridge.record import AskStatus
 from bridge.replies import TRY_AGAIN
 from bridge.store.redis import RedisStore
 from platforms.slack.client import make_client
 from platforms.slack.poster import SlackPoster
-from slack_harness import CHANNEL, Bolt
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
