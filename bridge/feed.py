@@ -57,3 +57,10 @@ def outcome_payload(record: AskRecord, *, descriptions: bool = True) -> dict[str
         "closed_at": record.closed_at,
         "context": record.context,
     }
+
+
+def feed_line(delivery: Delivery) -> str:
+    """A delivery as one JSON line (:func:`outcome_payload` and its ``delivery_id``): what
+    ``ask-bridge feed`` prints, and what ``feed --exec``'s command reads on its stdin."""
+    line = {**outcome_payload(delivery.record), "delivery_id": delivery.delivery_id}
+    return json.dumps(line, ensure_ascii=False) + "\n"

@@ -43,9 +43,10 @@ from bridge.platform import (
     held_connections,
 )
 from bridge.record import MAX_EXPIRES, MAX_REQUIRED
-from bridge.settings import EngineSettings, WebhookSettings, open_store
+from bridge.settings import EngineSettings, open_store
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
+from bridge.webhooks import WebhookSettings
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -12,20 +12,18 @@ prefix), so a command can print it and stop before it touches Redis.
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bridge.store.base import DEFAULT_LEASE_TTL, DEFAULT_RETENTION, Store
 from bridge.store.keys import DEFAULT_PREFIX
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
 from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS
-from bridge.webhooks import DESTINATIONS_ENV, WebhookDestination, check_url, secret_key
 
 KEY_PREFIX_ENV = "ASK_BRIDGE_KEY_PREFIX"
 REDIS_WAIT_ENV = "ASK_BRIDGE_REDIS_WAIT"
@@ -136,93 +134,6 @@ class ChatRouteSettings(BaseSettings):
     platform: str = Field(default="", validation_alias="ASK_BRIDGE_PLATFORM")
     channel: str = Field(default="", validation_alias="ASK_BRIDGE_CHANNEL")
     mcp_token: str = Field(default="", validation_alias="ASK_BRIDGE_MCP_TOKEN", repr=False)
-
-
-class WebhookSettings(BaseSettings):
-    """Where ``serve`` POSTs the outcome of each ask that ends (:mod:`bridge.webhooks`), and with
-    which secret:
-
-    * ``ASK_BRIDGE_WEBHOOK_URL`` and ``ASK_BRIDGE_WEBHOOK_SECRET``: every ask's outcome goes to
-      this URL, signed with this secret; each needs the other.
-    * ``ASK_BRIDGE_WEBHOOK_DESTINATIONS``: the allow-list of the URLs an ask may name itself
-      (``AskPolicy.notify``, ``ask --notify``): a JSON array of entries
-      ``{"prefix": "https://ci.example.com/hooks/", "secret": "whsec_...", "networks": [...]}``
-      (:class:`~bridge.webhooks.WebhookDestination`), each receiver with a secret of its own.
-
-    Secrets are Standard Webhooks ones: ``whsec_`` and the base64 of 24 to 64 random bytes. A bad
-    value stops the command at start with one line naming the variable (never a secret)."""
-
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
-
-    url: str | None = Field(default=None, validation_alias="ASK_BRIDGE_WEBHOOK_URL")
-    secret: str = Field(default="", validation_alias="ASK_BRIDGE_WEBHOOK_SECRET", repr=False)
-    destinations: Annotated[tuple[WebhookDestination, ...], NoDecode] = Field(
-        default=(), validation_alias=DESTINATIONS_ENV, repr=False
-    )
-
-    def __init__(self, **values: Any) -> None:
-        """Read the settings; :class:`SettingsError` (one line) instead of pydantic's report."""
-        try:
-            super().__init__(**values)
-        except ValidationError as exc:
-            raise SettingsError(one_line(exc)) from None
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        return check_url(value)
-
-    @field_validator("secret")
-    @classmethod
-    def _secret(cls, value: str) -> str:
-        if value:
-            secret_key(value)
-        return value
-
-    @field_validator("destinations", mode="before")
-    @classmethod
-    def _destinations(cls, value: Any) -> Any:
-        """The variable's JSON text, decoded here (pydantic-settings would report a decoding
-        error in words of its own, not naming the variable)."""
-        if not isinstance(value, str):
-            return value
-        if not value.strip():
-            return ()
-        try:
-            entries = json.loads(value)
-        except ValueError:
-            entries = None
-        if not isinstance(entries, list):
-            raise ValueError(
-                'a JSON array of {"prefix": "https://...", "secret": "whsec_...", "networks": '
-                '["10.0.0.0/8"]} entries (networks optional)'
-            )
-        return entries
-
-    @model_validator(mode="after")
-    def _consistent(self) -> WebhookSettings:
-        if self.url and not self.secret:
-            raise ValueError(
-                "ASK_BRIDGE_WEBHOOK_URL is set but ASK_BRIDGE_WEBHOOK_SECRET is not: webhooks are "
-                "always signed; set a secret and give it to that receiver"
-            )
-        if self.secret and not self.url:
-            raise ValueError(
-                "ASK_BRIDGE_WEBHOOK_SECRET is set but ASK_BRIDGE_WEBHOOK_URL is not: it signs "
-                "only that URL's requests (each URL an ask may notify has its own, in "
-                f"{DESTINATIONS_ENV})"
-            )
-        prefixes = [d.prefix for d in self.destinations]
-        if len(set(prefixes)) != len(prefixes):
-            raise ValueError(f"{DESTINATIONS_ENV} names a prefix twice")
-        return self
-
-    @property
-    def enabled(self) -> bool:
-        """Whether ``serve`` runs the webhook worker."""
-        return bool(self.url or self.destinations)
 
 
 def open_store(settings: EngineSettings | None = None) -> Store:

@@ -67,15 +67,17 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Network, ip_network
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bridge.aio import stop
 from bridge.backoff import StateLog
 from bridge.feed import outcome_payload
 from bridge.record import AskRecord
+from bridge.settings import SettingsError, one_line
 from bridge.store.base import Delivery, Store, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -278,6 +280,93 @@ def route(destinations: Sequence[WebhookDestination], url: str) -> WebhookDestin
     return max(covering, key=lambda d: len(d.prefix), default=None)
 
 
+class WebhookSettings(BaseSettings):
+    """Where ``serve`` POSTs the outcome of each ask that ends (:mod:`bridge.webhooks`), and with
+    which secret:
+
+    * ``ASK_BRIDGE_WEBHOOK_URL`` and ``ASK_BRIDGE_WEBHOOK_SECRET``: every ask's outcome goes to
+      this URL, signed with this secret; each needs the other.
+    * ``ASK_BRIDGE_WEBHOOK_DESTINATIONS``: the allow-list of the URLs an ask may name itself
+      (``AskPolicy.notify``, ``ask --notify``): a JSON array of entries
+      ``{"prefix": "https://ci.example.com/hooks/", "secret": "whsec_...", "networks": [...]}``
+      (:class:`~bridge.webhooks.WebhookDestination`), each receiver with a secret of its own.
+
+    Secrets are Standard Webhooks ones: ``whsec_`` and the base64 of 24 to 64 random bytes. A bad
+    value stops the command at start with one line naming the variable (never a secret)."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    url: str | None = Field(default=None, validation_alias="ASK_BRIDGE_WEBHOOK_URL")
+    secret: str = Field(default="", validation_alias="ASK_BRIDGE_WEBHOOK_SECRET", repr=False)
+    destinations: Annotated[tuple[WebhookDestination, ...], NoDecode] = Field(
+        default=(), validation_alias=DESTINATIONS_ENV, repr=False
+    )
+
+    def __init__(self, **values: Any) -> None:
+        """Read the settings; :class:`SettingsError` (one line) instead of pydantic's report."""
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(one_line(exc)) from None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return check_url(value)
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: str) -> str:
+        if value:
+            secret_key(value)
+        return value
+
+    @field_validator("destinations", mode="before")
+    @classmethod
+    def _destinations(cls, value: Any) -> Any:
+        """The variable's JSON text, decoded here (pydantic-settings would report a decoding
+        error in words of its own, not naming the variable)."""
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return ()
+        try:
+            entries = json.loads(value)
+        except ValueError:
+            entries = None
+        if not isinstance(entries, list):
+            raise ValueError(
+                'a JSON array of {"prefix": "https://...", "secret": "whsec_...", "networks": '
+                '["10.0.0.0/8"]} entries (networks optional)'
+            )
+        return entries
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WebhookSettings:
+        if self.url and not self.secret:
+            raise ValueError(
+                "ASK_BRIDGE_WEBHOOK_URL is set but ASK_BRIDGE_WEBHOOK_SECRET is not: webhooks are "
+                "always signed; set a secret and give it to that receiver"
+            )
+        if self.secret and not self.url:
+            raise ValueError(
+                "ASK_BRIDGE_WEBHOOK_SECRET is set but ASK_BRIDGE_WEBHOOK_URL is not: it signs "
+                "only that URL's requests (each URL an ask may notify has its own, in "
+                f"{DESTINATIONS_ENV})"
+            )
+        prefixes = [d.prefix for d in self.destinations]
+        if len(set(prefixes)) != len(prefixes):
+            raise ValueError(f"{DESTINATIONS_ENV} names a prefix twice")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        """Whether ``serve`` runs the webhook worker."""
+        return bool(self.url or self.destinations)
+
+
 def check_notify(urls: Sequence[str]) -> tuple[str, ...]:
     """``AskPolicy.notify`` checked when the ask is made: at most :data:`MAX_NOTIFY` URLs, each a
     valid one (:func:`check_url`) that an entry of ``ASK_BRIDGE_WEBHOOK_DESTINATIONS`` (read from
@@ -288,8 +377,6 @@ def check_notify(urls: Sequence[str]) -> tuple[str, ...]:
     checked = tuple(check_url(url) for url in urls)
     if not checked:
         return checked
-    from bridge.settings import WebhookSettings
-
     allowed = WebhookSettings().destinations
     for url in checked:
         if route(allowed, url) is None:

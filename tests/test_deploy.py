@@ -18,7 +18,8 @@ from bridge.cli import build_parser
 from bridge.http_server import HEALTH_PATH, METRICS_PATH, READY_PATH
 from bridge.identities import IdentitySettings
 from bridge.logs import LogSettings
-from bridge.settings import ChatRouteSettings, EngineSettings, WebhookSettings
+from bridge.settings import ChatRouteSettings, EngineSettings
+from bridge.webhooks import WebhookSettings
 from platforms.discord.settings import DiscordSettings
 from platforms.slack.settings import SlackSettings
 

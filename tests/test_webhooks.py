@@ -36,7 +36,7 @@ from bridge.deferred import AskUserDeferred
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Destination, Responder
-from bridge.settings import SettingsError, WebhookSettings
+from bridge.settings import SettingsError
 from bridge.store.base import Store
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
@@ -47,6 +47,7 @@ from bridge.webhooks import (
     KEEP_LAST,
     PER_ORIGIN,
     WebhookDestination,
+    WebhookSettings,
     WebhookWorker,
 )
 

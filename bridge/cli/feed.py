@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +29,6 @@ from bridge.cli.wait import NO_REDIS, reached, until_signal
 
 if TYPE_CHECKING:
     from bridge.settings import EngineSettings
-    from bridge.store.base import Delivery
 
 QUIET = 2.0
 """Seconds without a delivery after which ``feed`` without ``--follow`` stops: longer than one
@@ -134,21 +132,14 @@ async def _feed(args: argparse.Namespace, settings: EngineSettings) -> int:
     return 0
 
 
-def line_of(delivery: Delivery) -> str:
-    """A delivery's JSON line, as printed and as an ``--exec`` command reads it."""
-    from bridge.feed import outcome_payload
-
-    line = {**outcome_payload(delivery.record), "delivery_id": delivery.delivery_id}
-    return json.dumps(line, ensure_ascii=False) + "\n"
-
-
 async def _print_all(store: Any, deliveries: Any, *, follow: bool) -> None:
     from bridge.aio import next_within
+    from bridge.feed import feed_line
 
     while True:
         delivery = await (anext(deliveries) if follow else next_within(deliveries, QUIET))
         if delivery is None:
             return
-        sys.stdout.write(line_of(delivery))
+        sys.stdout.write(feed_line(delivery))
         sys.stdout.flush()  # a broken pipe raises here: the delivery stays unacknowledged
         await store.ack(delivery)  # written, maybe never read: at most once (--exec: at least)

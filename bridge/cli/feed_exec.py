@@ -153,7 +153,7 @@ class Executor:
 
     async def run_command(self, delivery: Delivery, attempt: int) -> str | None:
         """One run for ``delivery``: ``None`` when it exited 0, else what happened to it."""
-        from bridge.cli.feed import line_of
+        from bridge.feed import feed_line
 
         proc = await asyncio.create_subprocess_shell(
             self.command,
@@ -163,7 +163,7 @@ class Executor:
         )
         try:
             await proc.communicate(
-                line_of(delivery).encode()
+                feed_line(delivery).encode()
             )  # a command that does not read its stdin is fine
         except BaseException:
             await _end(proc)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from bridge.platform import Platform, configured_platforms
 
 if TYPE_CHECKING:
-    from bridge.settings import WebhookSettings
+    from bridge.webhooks import WebhookSettings
 
 log = logging.getLogger(__name__)
 NO_SHARED_STORE = (
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep_interval <= 0:
         print("ask-bridge serve: --sweep-interval must be more than zero", file=sys.stderr)
         return 1
-    from bridge.settings import WebhookSettings
+    from bridge.webhooks import WebhookSettings
 
     webhooks = WebhookSettings()  # a bad one: one line now, before anything starts
     platforms = configured_platforms(args.platform or ())
