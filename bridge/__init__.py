@@ -5,6 +5,8 @@ platforms (Slack, Discord, the terminal) live in ``platforms`` and plug in throu
 ``import bridge`` needs none of them.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from bridge.deferred import DEFAULT_INSTRUCTIONS, AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.models import Answer, Option, Question, QuestionSet
@@ -21,6 +23,12 @@ from bridge.tool import (
     tools_interactive,
 )
 from bridge.validation import validate_questions
+
+try:
+    __version__ = version("ask-bridge")
+    """The installed distribution's version: pyproject.toml's, the one place it is written."""
+except PackageNotFoundError:  # the source tree on sys.path, never installed: no metadata to read
+    __version__ = "0+unknown"
 
 __all__ = [
     "DEFAULT_INSTRUCTIONS",

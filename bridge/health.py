@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 
 from bridge import metrics
-from bridge.backoff import StateLog
+from bridge.logs import StateLog
 from bridge.platform import ConnectionState, Receiver
 from bridge.redis_acl import Access
 from bridge.redis_probe import probe

@@ -194,11 +194,13 @@ def configured_platforms(names: Sequence[str] = ()) -> list[Platform]:
         return chosen
     found: list[Platform] = []
     missing: list[str] = []
+    absent: list[str] = []
     for name in available_platforms():
         try:
             loaded = load_platform(name)
         except PlatformUnavailable:
-            continue  # its extra is not installed: nothing to configure either
+            absent.append(name)  # its extra is not installed: its settings cannot be read
+            continue
         if not isinstance(loaded, Platform):
             continue  # the console: no chat to receive clicks from
         platform = loaded
@@ -207,10 +209,21 @@ def configured_platforms(names: Sequence[str] = ()) -> list[Platform]:
         else:
             missing.append(_unconfigured(platform))
     if not found:
+        # a base install with SLACK_BOT_TOKEN set: the extra is the fix, so it comes first
+        reasons = ([needing_extras(absent)] if absent else []) + missing
+        what = "installed and configured" if absent else "configured"
         raise PlatformUnavailable(
-            "no chat platform is configured" + (f" ({'; '.join(missing)})" if missing else "")
+            f"no chat platform is {what}" + (f" ({'; '.join(reasons)})" if reasons else "")
         )
     return found
+
+
+def needing_extras(names: Sequence[str]) -> str:
+    """The install line for platforms whose extras are missing (each extra named as its
+    platform), one per platform: a person installs the one they use."""
+    verb = "needs its extra" if len(names) == 1 else "need their extras"
+    lines = " or ".join(f"'ask-bridge[{name}]'" for name in names)
+    return f"{', '.join(names)} {verb}: pip install {lines}"
 
 
 def _unconfigured(platform: Platform) -> str:
@@ -230,8 +243,7 @@ def load_platform(name: str) -> object:
     """The object registered as ``name``; its shape depends on the platform kind."""
     found = entry_points(group=ENTRY_POINT_GROUP, name=name)
     if not found:
-        known = ", ".join(available_platforms()) or "none"
-        raise PlatformUnavailable(f"unknown platform {name!r} (installed: {known})")
+        raise PlatformUnavailable(f"unknown platform {name!r} ({_known()})")
     (ep,) = tuple(found)[:1]
     try:
         return ep.load()
@@ -239,3 +251,20 @@ def load_platform(name: str) -> object:
         raise PlatformUnavailable(
             f"platform {name!r} needs its extra: pip install 'ask-bridge[{name}]' ({exc})"
         ) from exc
+
+
+def _known() -> str:
+    """The platforms that can be named: those installed, and those registered whose extra is
+    not (loading each tells which)."""
+    installed: list[str] = []
+    absent: list[str] = []
+    for name in available_platforms():
+        try:
+            load_platform(name)
+        except PlatformUnavailable:
+            absent.append(name)
+        else:
+            installed.append(name)
+    return f"installed: {', '.join(installed) or 'none'}" + (
+        f"; {needing_extras(absent)}" if absent else ""
+    )

@@ -6,17 +6,60 @@ cancelled) so every message shows the outcome and no live controls -- and, for a
 several people, whenever a submission is recorded, so the pending message lists them. The sweeper
 calls :meth:`Poster.remind` for each reminder (:mod:`bridge.followups`). Clicks come back the other
 way: the platform's interaction handler calls the store directly.
+
+A platform may still refuse a rendering the renderers believe fits (a limit nobody documents,
+such as the size of a Slack message's blocks): :meth:`Poster.tightening` is the one rule for
+that, shared by every platform -- one line in the log naming the platform's error, one more try
+at the tightest level of cuts, then the failure as before (the asker is told nobody saw it).
 """
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from bridge.record import AskRecord, MessageRef
+from bridge.text import one_line
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Poster(ABC):
     platform: str
+
+    def refusal(self, error: Exception) -> str | None:
+        """The platform's own words when ``error`` is its refusal of a rendering's shape or size
+        (Slack's ``invalid_blocks``, Discord's 400 "Invalid Form Body"); ``None`` for anything
+        else (a network failure, a missing permission), which a tighter rendering cannot mend.
+        This default, for a platform that cannot tell, recognises none."""
+        return None
+
+    async def tightening(
+        self, record: AskRecord, what: str, attempt: Callable[[bool], Awaitable[T]]
+    ) -> T:
+        """``attempt(False)`` -- a rendering at the most generous level that fits -- and, if the
+        platform refuses it (:meth:`refusal`), one line in the log and ``attempt(True)``, the
+        tightest level, once. A refusal of that one too is raised as any failure is, so a post
+        ends as "nobody saw the questions" and an update is left for the sweeper to retry.
+        Only a refusal is retried: nothing was shown, so a second try cannot show it twice."""
+        try:
+            return await attempt(False)
+        except Exception as exc:
+            why = self.refusal(exc)
+            if why is None:
+                raise
+        log.warning(
+            "ask %s: %s refused its %s (%s); trying once more at the tightest cuts",
+            record.id,
+            self.platform,
+            what,
+            one_line(why)[:300],
+        )
+        return await attempt(True)
 
     @abstractmethod
     async def post(self, record: AskRecord) -> MessageRef:

@@ -12,8 +12,9 @@ prefix, whether the user may run every command the bridge sends (:mod:`bridge.re
 
 A command's first look is :func:`reach`: a Redis restarting as the command starts (in a chaos
 run, Redis restarted for half a second and the two ``ask`` processes started meanwhile failed,
-while every running ask rode it out) is tried again for ``ASK_BRIDGE_REDIS_WAIT`` seconds before
-the command fails in one line; a person at a terminal is told after the first second.
+while every running ask rode it out) is tried again (tenacity) for ``ASK_BRIDGE_REDIS_WAIT``
+seconds before the command fails in one line; a person at a terminal is told after the first
+second.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
+from tenacity import (
+    AsyncRetrying,
+    before_sleep_log,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from bridge.redis_acl import Access, check
 from bridge.settings import REDIS_WAIT_ENV, redacted
@@ -49,8 +57,9 @@ NOTICE_AFTER = 1.0
 that passes unremarked."""
 FIRST_RETRY = 0.1
 MAX_RETRY = 0.5
-"""Delays between :func:`reach`'s tries double from :data:`FIRST_RETRY` up to this: a Redis back
-after a restart is found within half a second."""
+"""Waits between :func:`reach`'s tries double from :data:`FIRST_RETRY` up to this: a Redis back
+after a restart is found within half a second, and a wait that ends past ``seconds`` (tenacity's
+``stop_after_delay`` lets the last one run) ends at most this late."""
 MIN_ATTEMPT = 1.0
 """Seconds one try may take at least, however little of the wait is left."""
 
@@ -126,11 +135,11 @@ async def probe(
 async def reach(
     url: str, *, seconds: float, waiting: Callable[[str], object] | None = None
 ) -> RedisFacts:
-    """:func:`probe`, tried again while nothing answers (:class:`Unreachable`) for up to
-    ``seconds`` (``ASK_BRIDGE_REDIS_WAIT``; 0: once), the delays doubling from a tenth of a
-    second to half a second. If it is still trying after :data:`NOTICE_AFTER` seconds,
-    ``waiting`` (a command's line on a terminal) is called once with the line to show. Then the
-    last failure is raised, saying how long it tried; a refused password or a bad URL at once."""
+    """:func:`probe`, tried again while nothing answers (:class:`Unreachable`) for ``seconds``
+    (``ASK_BRIDGE_REDIS_WAIT``; 0: once), each try within what is left of them (at least
+    :data:`MIN_ATTEMPT`). If it is still trying after :data:`NOTICE_AFTER` seconds, ``waiting``
+    (a command's line on a terminal) is called once with the line to show. Then the last failure
+    is raised, saying how long it tried; a refused password or a bad URL at once."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     notice = None
@@ -139,26 +148,28 @@ async def reach(
         notice = loop.call_later(
             NOTICE_AFTER, waiting, f"{line} (up to {seconds:g} s: {REDIS_WAIT_ENV})"
         )
-    delay = FIRST_RETRY
+    retrying = AsyncRetrying(
+        retry=retry_if_exception_type(Unreachable),
+        wait=wait_exponential(multiplier=FIRST_RETRY, max=MAX_RETRY),
+        stop=stop_after_delay(seconds),
+        before_sleep=before_sleep_log(log, logging.DEBUG),
+        reraise=True,
+    )
     try:
-        while True:
-            left = deadline - loop.time()
-            try:  # once (a wait of 0): as long as ever; else within what is left of the wait
-                within = min(DEFAULT_TIMEOUT, max(left, MIN_ATTEMPT)) if seconds > 0 else None
-                return await probe(url, timeout=within or DEFAULT_TIMEOUT)
-            except Unreachable as exc:
+        async for attempt in retrying:
+            with attempt:  # once (a wait of 0): as long as ever; else within what is left
                 left = deadline - loop.time()
-                if left <= 0:
-                    if seconds <= 0:
-                        raise
-                    tried = f"{exc.reason} (tried for {seconds:g} s: {REDIS_WAIT_ENV})"
-                    raise Unreachable(url, tried) from None
-                log.debug("Redis not reachable yet (%s); trying again", exc.reason)
-                await asyncio.sleep(min(delay, left))
-                delay = min(delay * 2, MAX_RETRY)
+                within = min(DEFAULT_TIMEOUT, max(left, MIN_ATTEMPT)) if seconds > 0 else None
+                facts = await probe(url, timeout=within or DEFAULT_TIMEOUT)
+    except Unreachable as exc:
+        if seconds <= 0:
+            raise
+        tried = f"{exc.reason} (tried for {seconds:g} s: {REDIS_WAIT_ENV})"
+        raise Unreachable(url, tried) from None
     finally:
         if notice is not None:
             notice.cancel()
+    return facts
 
 
 async def _facts(client: Any) -> RedisFacts:

@@ -171,7 +171,10 @@ async def serving(
     """Receive the clicks of every one of ``platforms`` and sweep ``store`` (re-rendering through
     one poster per platform), until the context ends; it is entered once every receiver is ready.
 
-    Each platform's credentials are checked first (:func:`~bridge.platform.check_credentials`).
+    Each platform's receiver is made first, so a setting it lacks (Slack's HTTP mode without
+    ``SLACK_SIGNING_SECRET``) stops it at once, then each platform's credentials are checked
+    (:func:`~bridge.platform.check_credentials`: a network call, retried a while when
+    unreachable).
     The routes of HTTP receivers go on one :class:`~bridge.http_server.HttpServer` at
     ``host:port`` (it logs each route's URL). ``watch`` (``serve``: the ``REDIS_URL``, ``None``
     for the memory store) also puts ``/readyz`` and ``/metrics`` there and watches the store
@@ -183,12 +186,12 @@ async def serving(
     ``webhooks`` (when enabled): the outcome of every ask that ends is sent to its webhooks
     meanwhile (:class:`~bridge.webhooks.WebhookWorker`).
     """
+    receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
     for platform in platforms:
         await check_credentials(platform)
     async with AsyncExitStack() as held:  # closed last: after the sweeper's last re-render
         for platform in platforms:
             await held.enter_async_context(held_connections(platform))
-        receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
         sweeper = Sweeper(store, {p.name: p.poster() for p in platforms}, interval=sweep_interval)
         routes = [route for receiver in receivers.values() for route in receiver.routes()]
         health = None if watch is False else Health(store, watch, receivers)

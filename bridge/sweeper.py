@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping
 
 from bridge import metrics
-from bridge.backoff import StateLog
+from bridge.logs import StateLog
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus
 from bridge.redis_acl import refusal

@@ -155,7 +155,7 @@ def one_line(text: str) -> str:
 
 
 def encodable(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD, so it encodes as UTF-8.
+    r"""``text`` with lone surrogates replaced by U+FFFD, so it encodes as UTF-8.
 
     A JSON ``"\ud800"`` escape (a platform's payload, a handler's reply) decodes to a lone
     surrogate, which no encoder takes: Redis, a log line or a reply would fail on it. Text taken

@@ -384,7 +384,9 @@ _MAX_NAMED = 5
 """Unknown argument names listed in a rejection; the rest are counted."""
 
 
-def _arguments_rejected(problem: str) -> InvalidQuestions:
+def arguments_rejected(problem: str) -> InvalidQuestions:
+    """The rejection of a call's arguments for ``problem``, with the shape to send instead (also
+    ``ask-bridge ask``'s, for a questions file that holds no question set)."""
     return InvalidQuestions(f"The ask_user call was rejected: {problem}: {_EXPECTED}.")
 
 
@@ -398,13 +400,13 @@ def questions_from_arguments(arguments: str | bytes | Mapping[str, Any] | None) 
     is dropped; the value itself is for :func:`validate_questions`.
     """
     if arguments is None or (isinstance(arguments, str | bytes) and not arguments.strip()):
-        raise _arguments_rejected("the arguments are empty")
+        raise arguments_rejected("the arguments are empty")
     if isinstance(arguments, str | bytes):
         decoded = decode_arguments(arguments)
     else:
         decoded = arguments
     if not isinstance(decoded, Mapping):
-        raise _arguments_rejected(f"the arguments must be a JSON object, got {json_type(decoded)}")
+        raise arguments_rejected(f"the arguments must be a JSON object, got {json_type(decoded)}")
     unknown = [key for key in decoded if key != "questions"]
     if unknown:
         names = ", ".join(
@@ -412,9 +414,9 @@ def questions_from_arguments(arguments: str | bytes | Mapping[str, Any] | None) 
         )
         more = f" and {len(unknown) - _MAX_NAMED} more" if len(unknown) > _MAX_NAMED else ""
         noun, pronoun = ("argument", "it") if len(unknown) == 1 else ("arguments", "them")
-        raise _arguments_rejected(f"unknown {noun} {names}{more} (remove {pronoun})")
+        raise arguments_rejected(f"unknown {noun} {names}{more} (remove {pronoun})")
     if "questions" not in decoded:
-        raise _arguments_rejected('the "questions" argument is missing')
+        raise arguments_rejected('the "questions" argument is missing')
     return _drop_null_multiselect(decoded["questions"])
 
 
@@ -424,16 +426,16 @@ def decode_arguments(text: str | bytes) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _arguments_rejected(
+        raise arguments_rejected(
             f"the arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from None
     except UnicodeDecodeError:
-        raise _arguments_rejected("the arguments are not UTF-8 text") from None
+        raise arguments_rejected("the arguments are not UTF-8 text") from None
     except RecursionError:
-        raise _arguments_rejected("the arguments are nested too deeply to read") from None
+        raise arguments_rejected("the arguments are nested too deeply to read") from None
     except ValueError as exc:  # e.g. an integer beyond the decoder's digit limit
         reason = str(exc).split(";")[0].strip()[:120] or type(exc).__name__
-        raise _arguments_rejected(f"the arguments are not valid JSON ({reason})") from None
+        raise arguments_rejected(f"the arguments are not valid JSON ({reason})") from None
 
 
 def _drop_null_multiselect(questions: object) -> object:

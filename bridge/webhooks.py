@@ -72,10 +72,11 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential
 
 from bridge.aio import stop
-from bridge.backoff import StateLog
 from bridge.feed import outcome_payload
+from bridge.logs import StateLog
 from bridge.record import AskRecord
 from bridge.settings import SettingsError, one_line
 from bridge.store.base import Delivery, Store, StoreUnavailable
@@ -693,18 +694,18 @@ class WebhookWorker:
         return step * jitter
 
     async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
-        """A store call, retried while the store is unreachable: the work is late, not lost."""
-        delay = 0.25
-        while True:
-            try:
+        """A store call, retried while the store is unreachable (waits doubling from a quarter
+        of a second to five): the work is late, not lost."""
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(StoreUnavailable),
+            wait=wait_exponential(multiplier=0.25, max=5.0),
+            after=self._store_state.attempt_failed,
+        )
+        async for attempt in retrying:
+            with attempt:
                 result = await op()
-            except StoreUnavailable as exc:
-                self._store_state.failed(exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-                continue
-            self._store_state.ok()
-            return result
+        self._store_state.ok()
+        return result
 
     async def _keep(self) -> None:
         """Keep the deliveries in hand ours while they wait for a retry (no takeover)."""

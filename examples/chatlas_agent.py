@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import chatlas
+from credentials import require
 from handler import ask_handler
 
 from bridge import tools_interactive
@@ -26,4 +27,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    require("OPENAI_API_KEY")
     main()

@@ -1,6 +1,6 @@
 """Where the examples ask their questions: in Slack when it is configured, else at stand-ins.
 
-Slack, as the README's Quick start sets it up, when ``SLACK_BOT_TOKEN`` is set (and
+Slack, as docs/tool-contract.md sets it up, when ``SLACK_BOT_TOKEN`` is set (and
 ``SLACK_API_URL``, if not slack.com's): the questions are posted in the channel
 ``ASK_BRIDGE_CHANNEL`` names, and the ask is kept in the Redis ``REDIS_URL`` names, where
 ``ask-bridge serve`` -- run with the same ``SLACK_*`` settings, ``REDIS_URL`` and

@@ -13,6 +13,7 @@ import asyncio
 import json
 from typing import Any
 
+from credentials import require
 from handler import ask_handler
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
@@ -59,4 +60,5 @@ async def main() -> str:
 
 
 if __name__ == "__main__":
+    require("OPENAI_API_KEY")
     print(asyncio.run(main()))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 
 from agents import Agent, Runner, RunState
+from credentials import require
 from handler import deferring_handler
 
 from bridge import tools_interactive
@@ -39,4 +40,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    require("OPENAI_API_KEY")
     asyncio.run(main())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from agents import Agent, Runner
+from credentials import require
 from handler import ask_handler
 
 from bridge import tools_interactive
@@ -26,4 +27,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    require("OPENAI_API_KEY")
     asyncio.run(main())

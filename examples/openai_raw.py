@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from credentials import require
 from handler import ask_handler
 from openai import OpenAI
 
@@ -37,4 +38,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    require("OPENAI_API_KEY")
     main()

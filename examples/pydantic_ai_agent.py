@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
+from credentials import require
 from handler import deferring_handler
 from pydantic_ai import Agent, DeferredToolRequests
 
@@ -43,4 +44,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    require("OPENAI_API_KEY")
     asyncio.run(main())

@@ -1,5 +1,6 @@
 """Every command fails fast in one line with exit status 1: bad settings, Redis down, a busy port,
-a missing extra; a closed stdout ends quietly; ``.env`` holds every setting."""
+a missing extra, a bare command line; a closed stdout ends quietly; ``.env`` holds every
+setting."""
 
 from __future__ import annotations
 
@@ -156,6 +157,111 @@ def test_a_missing_extra_names_the_pip_install() -> None:
         or "pip install 'ask-bridge[mcp]'" in done.stderr.strip()
     )
     assert "Traceback" not in done.stderr
+
+
+def cli(*argv: str, env: dict[str, str] | None = None, code: str = "") -> tuple[int, list[str]]:
+    """The command line run as a person runs it (a process of its own; ``code``: Python run
+    before ``main``, to take an extra away): its status and its lines on stderr."""
+    script = f"{code}\nimport sys\nfrom bridge.cli import main\nsys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv],
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stderr.splitlines()
+
+
+WITHOUT_SLACK = "import sys; sys.modules['slack_sdk'] = sys.modules['slack_bolt'] = None"
+"""A base install's view of Slack: its extra's packages cannot be imported."""
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["serve", "--port", "0"],
+            "ask-bridge serve: no chat platform is installed and configured (slack needs its "
+            "extra: pip install 'ask-bridge[slack]'; discord: Discord is not configured: set "
+            "DISCORD_TOKEN, the bot token)",
+        ),
+        (
+            ["serve", "--platform", "nosuch"],
+            "ask-bridge serve: unknown platform 'nosuch' (installed: console, discord; slack "
+            "needs its extra: pip install 'ask-bridge[slack]')",
+        ),
+    ],
+    ids=["serve", "serve --platform nosuch"],
+)
+def test_serve_with_slack_configured_but_not_installed_names_the_pip_install(
+    argv: list[str], said: str
+) -> None:
+    """``SLACK_BOT_TOKEN`` set on a base install: ``serve`` names the extra to install, as ``ask``
+    and ``mcp`` do (not "no chat platform is configured"), and never lists Slack as installed."""
+    env = {"SLACK_BOT_TOKEN": "xoxb-1-unused", "SLACK_SIGNING_SECRET": "unused"}
+    assert cli(*argv, env=env, code=WITHOUT_SLACK) == (1, [said])
+
+
+def test_a_bare_command_line_is_a_usage_error() -> None:
+    """``ask-bridge`` alone did nothing and exited 0: now a bad command line like any other."""
+    status, lines = cli()
+    assert (status, lines) == (
+        1,
+        ["ask-bridge: the following arguments are required: COMMAND (see ask-bridge --help)"],
+    )
+
+
+def test_python_m_bridge_is_the_command() -> None:
+    for argv in ([], ["--version"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "bridge", *argv], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == (1 if not argv else 0), done.stderr
+        assert (done.stdout or done.stderr).startswith("ask-bridge"), done
+
+
+@pytest.mark.parametrize("command", ["show", "cancel"])
+def test_an_ask_named_without_redis_url_is_one_line(command: str) -> None:
+    """An ask lives in the shared store: without ``REDIS_URL`` there is none to find, said in
+    the command's one line (as ``wait`` says it), not "no ask" after a note."""
+    status, lines = cli(command, "nosuch")
+    assert status == 1
+    assert lines == [
+        f"ask-bridge {command}: REDIS_URL is not set: an ask lives in Redis, shared by the "
+        "process that asked it and `serve`; set REDIS_URL to that deployment's Redis"
+    ]
+
+
+@pytest.mark.parametrize(("held", "kind"), [('"just a string"', "string"), ("42", "number")])
+def test_a_questions_file_of_json_that_is_no_question_set_says_what_it_holds(
+    tmp_path: Path, held: str, kind: str
+) -> None:
+    """Valid JSON, but not a question set: rejected (status 2, as any rejected question set) in
+    words that say so -- never "not valid JSON"."""
+    (tmp_path / "q.json").write_text(held)
+    status, lines = cli("ask", "--channel", "C1", str(tmp_path / "q.json"))
+    assert status == 2
+    (line,) = lines
+    assert line.startswith(
+        f"The ask_user call was rejected: the input is valid JSON but a {kind}, not a question "
+        'set ({"questions": [...]} or a bare array of questions): send the arguments as'
+    )
+
+
+def test_a_discord_token_with_a_space_is_one_line_before_any_call() -> None:
+    """ "Bot " copied with the token (discord.py adds it): said at once, not after a login."""
+    env = {"DISCORD_TOKEN": "Bot abc.def.ghi", "DISCORD_API_URL": "http://127.0.0.1:1/api/v10"}
+    status, lines = cli("serve", "--port", "0", "--platform", "discord", env=env)
+    assert (status, lines) == (
+        1,
+        [
+            "ask-bridge serve: Discord settings are invalid: DISCORD_TOKEN has a space in it: set "
+            "the bot token alone (without 'Bot ')"
+        ],
+    )
 
 
 def test_a_reader_that_goes_away_ends_it_quietly() -> None:

@@ -1,5 +1,5 @@
-"""``ask-bridge wait`` and ``ask-bridge feed`` against a real server, as separate processes (the
-real entry point, signals and pipes included)."""
+"""``ask-bridge wait`` and ``ask-bridge feed`` (and ``show`` and ``cancel``'s failures) against a
+real server, as separate processes (the real entry point, signals and pipes included)."""
 
 from __future__ import annotations
 
@@ -132,6 +132,23 @@ async def test_wait_runs_out_then_expired_then_unknown(
     code, out, err = await finished(await cli(env, "wait", "no-such-ask"))
     assert code == 1 and out == ""
     assert err == "ask-bridge wait: no ask 'no-such-ask' (unknown, or past its retention)\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("show", "no ask 'no-such-ask' (unknown, or past its retention)"),
+        ("cancel", "ask 'no-such-ask' is not pending (unknown); nothing changed"),
+    ],
+)
+async def test_show_and_cancel_of_an_unknown_ask_name_their_command(
+    store: RedisStore, standalone: RedisServer, command: str, said: str
+) -> None:
+    """Every failure says which command failed, in a pipeline's log as on a terminal."""
+    code, out, err = await finished(
+        await cli(env_of(store, standalone.url), command, "no-such-ask")
+    )
+    assert (code, out, err) == (1, "", f"ask-bridge {command}: {said}\n")
 
 
 async def test_wait_stops_quietly_on_sigterm(store: RedisStore, standalone: RedisServer) -> None:

@@ -4,7 +4,8 @@ Run as ``python examples/NAME.py``, a file's directory comes first on ``sys.path
 like a package it imports (``claude_agent_sdk.py``) would import itself instead, half-initialised.
 The examples that talk to a model run in ``tests/slack/test_examples_e2e.py`` (the Claude Agent SDK
 ones, through the Claude Code CLI, in ``tests/slack/test_examples_claude.py``), against a scripted
-one, with the stand-in handlers and asking in Slack; the others run here, offline as they are.
+one, with the stand-in handlers and asking in Slack; the others run here, offline as they are,
+and those that talk to a model run here without credentials, to fail in one line.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from example_runs import (
     HANDLER_ENV,
     MODEL_ENV,
     ROOT,
+    clean_env,
+    run_script,
 )
+from model_server import RefusingProxy
 
 FILES = sorted((ROOT / "examples").glob("*.py"))
 SCRIPTS = [p for p in FILES if 'if __name__ == "__main__":' in p.read_text()]
@@ -77,3 +81,20 @@ async def test_the_self_contained_examples_run_offline() -> None:
         assert status == 0, f"{name}: {err[-2000:]}"
         assert out.strip(), name
         assert "Traceback" not in err, name
+
+
+async def test_an_example_without_its_model_credentials_says_so_in_one_line() -> None:
+    """Run with nothing naming a model, and behind the refusing proxy: each example that talks to
+    a model exits 1 with one line naming the variable to set (not the SDK's traceback from its
+    first request), having tried to reach nothing."""
+    async with RefusingProxy() as proxy:
+        env = {**clean_env(), **proxy.env()}
+        runs = await asyncio.gather(
+            *(run_script(name, env, ROOT, "without credentials") for name in MODEL_EXAMPLES)
+        )
+    for name, (status, out, err) in zip(MODEL_EXAMPLES, runs, strict=True):
+        variable = MODEL_EXAMPLES[name][0]
+        assert (status, out) == (1, ""), f"{name}: {err[-2000:]}"
+        (line,) = err.splitlines()
+        assert f"examples/{name}: set {variable}" in line, line
+    assert not proxy.destinations

@@ -15,7 +15,7 @@ from engine_fixtures import new_record
 
 from bridge import logs, metrics
 from bridge.aio import stop
-from bridge.logs import JsonFormatter, QueuedStderr, scrub, settings
+from bridge.logs import JsonFormatter, QueuedStderr, StateLog, scrub, settings
 from bridge.models import QuestionSet
 from bridge.record import AskRecord, Destination
 
@@ -75,6 +75,23 @@ def test_a_lifecycle_line_is_json_with_its_fields_and_no_question_text(
         settings.cache_clear()
     line = json.loads(JsonFormatter().format(caplog.records[-1]))
     assert line["questions"] == ["Merge the secret branch?"]
+
+
+def test_a_state_log_tells_each_change_once_naming_a_failure_without_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="test.state")
+    state = StateLog(logging.getLogger("test.state"), "Redis")
+    for _ in range(3):
+        state.failed(TimeoutError())  # what asyncio.timeout raises: no text of its own
+    state.ok()
+    state.ok()
+    state.failed("refused")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "Redis: TimeoutError"),
+        ("INFO", "Redis: reachable again"),
+        ("WARNING", "Redis: refused"),
+    ]
 
 
 def test_the_pending_gauge_zeroes_a_platform_gone_quiet() -> None:

@@ -37,7 +37,7 @@ from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Destination, Responder
 from bridge.settings import SettingsError
-from bridge.store.base import Store
+from bridge.store.base import Delivery, Store, StoreUnavailable
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
 from bridge.tool import tools_interactive
@@ -319,6 +319,41 @@ async def test_a_receiver_down_then_up_gets_it_once_for_the_bridge(
     assert before[-1]["code"] == 503
     assert len(down.hits) == 2  # the 503 and the delivery: at least once on the wire ...
     assert len({h.headers[ID_HEADER] for h in down.hits}) == 1  # ... one webhook-id
+
+
+class FlakyAcks(MemoryStore):
+    """A store whose first ``failures`` acknowledgements fail, as an unreachable store's do."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.acked = asyncio.Event()
+
+    async def ack_ended(self, delivery: Delivery) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise StoreUnavailable("the store is down")
+        await super().ack_ended(delivery)
+        self.acked.set()
+
+
+async def test_a_store_down_at_the_ack_is_waited_out_and_logged_once_each_way(
+    receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="bridge.webhooks")
+    store = FlakyAcks(failures=3)
+    task = await running(worker(store, receiver.url()))
+    try:
+        await ended(store)
+        await asyncio.wait_for(store.acked.wait(), 20)
+    finally:
+        await stopped(task)
+    assert len(receiver.hits) == 1  # sent once; only its acknowledgement waited for the store
+    said = [r.getMessage() for r in caplog.records if "webhooks: the store" in r.getMessage()]
+    assert said == [
+        "webhooks: the store: the store is down",
+        "webhooks: the store: reachable again",
+    ]
 
 
 async def test_a_failing_receiver_delays_nobody_else(

@@ -18,9 +18,9 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import NoReturn
 
+from bridge import __version__
 from bridge.cli.failures import FAILED
 
 COMMAND_MODULES = (
@@ -32,25 +32,22 @@ COMMAND_MODULES = (
     "bridge.cli.serve",
     "bridge.cli.mcp",
     "bridge.cli.doctor",
+    "bridge.cli.slack",
 )
 CHATTY = ("serve", "mcp")
 NEEDS_ENGINE = ("serve", "mcp", "ask", "wait", "feed", "list", "show", "cancel")
 """Commands that read the engine settings: read first, so a bad one stops them before anything
 else is tried (``doctor`` reports them in its table instead)."""
 """Commands that run for long and log at INFO by default; the others log warnings only."""
+REPORTS_SETTINGS = ("doctor",)
+"""Commands that report a bad setting as a row of their output: a bad logging setting does not
+stop them before they can (they log in the default format meanwhile)."""
 EPILOG = (
     "Exit status 1, in every command: a configuration or infrastructure failure (bad setting, "
     "token refused, Redis or the platform unreachable, port busy, missing extra), told in one "
     "line on stderr; so is a bad command line. `ask` and `wait` also use 3 and 4, `ask` 2 (see "
     "`ask-bridge ask --help`)."
 )
-
-
-def _version() -> str:
-    try:
-        return version("ask-bridge")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 class Parser(argparse.ArgumentParser):
@@ -68,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Let an LLM agent ask people multiple-choice questions and get the answers.",
         epilog=EPILOG,
     )
-    parser.add_argument("--version", action="version", version=f"ask-bridge {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"ask-bridge {__version__}")
+    # required: a bare `ask-bridge` is a bad command line like any other (one line, status 1)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     for command in sub.choices.values():
@@ -86,10 +84,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help()
-        return 0
     from bridge.cli.failures import BROKEN_PIPE, explain
     from bridge.logs import close, say
 
@@ -99,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bridge.settings import EngineSettings
 
             EngineSettings()
-        status: int = func(args)
+        status: int = args.func(args)
     except BrokenPipeError:
         # the reader went away: send what is left in the buffer nowhere, quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -116,10 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _logging(args: argparse.Namespace) -> None:
-    from bridge.logs import settings, setup
+    from bridge.logs import LogSettings, settings, setup
+    from bridge.settings import SettingsError
 
-    level = getattr(args, "log_level", None) or settings().level
-    setup(level or ("INFO" if args.command in CHATTY else "WARNING"))
+    try:
+        chosen = settings()
+    except SettingsError:
+        if args.command not in REPORTS_SETTINGS:
+            raise
+        chosen = LogSettings.model_construct()  # the defaults, while its row says what is wrong
+    level = getattr(args, "log_level", None) or chosen.level
+    setup(level or ("INFO" if args.command in CHATTY else "WARNING"), chosen)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,3 +25,12 @@ def seconds(text: str) -> float:
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected seconds (a number, 0 or more), not {text!r}")
     return value
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on, 0 to 65535 (0: any free one, as the tests use). Checked here: a
+    number out of range reaches the socket as an ``OverflowError`` traceback, not a bind error."""
+    value = int(text) if text.isdigit() else -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, not {text!r}")
+    return value

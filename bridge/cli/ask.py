@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridge.errors import InvalidQuestions, NotAnswered, ToolRejected
 from bridge.record import Destination
+from bridge.text import one_line
 
 if TYPE_CHECKING:
     from bridge.result import ToolOutcome
@@ -148,13 +149,24 @@ def questions_from_text(text: str | bytes) -> object:
     (``{"questions": [...]}``) or a bare questions array, unwrapped exactly as a provider's
     arguments are (:func:`~bridge.validation.questions_from_arguments`): malformed or too deeply
     nested JSON, unknown fields and the rest are :class:`ToolRejected` with the model's words."""
-    from bridge.validation import decode_arguments, questions_from_arguments
+    from bridge.validation import (
+        arguments_rejected,
+        decode_arguments,
+        json_type,
+        questions_from_arguments,
+    )
 
     if not text.strip():
         return questions_from_arguments(text)  # rejected: empty
     data = decode_arguments(text)
-    arguments: Any = {"questions": data} if isinstance(data, list) else data
-    return questions_from_arguments(arguments)  # rejects anything but an object
+    if isinstance(data, list):
+        return questions_from_arguments({"questions": data})
+    if not isinstance(data, dict):  # valid JSON, but a string, a number...: named as what it is
+        raise arguments_rejected(
+            f"the input is valid JSON but a {json_type(data)}, not a question set "
+            '({"questions": [...]} or a bare array of questions)'
+        )
+    return questions_from_arguments(data)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -269,11 +281,12 @@ async def _outcome(asking: Awaitable[ToolOutcome]) -> int:
     """The exit status for how the ask ended, with its output."""
     try:
         outcome = await asking
-    except ToolRejected as exc:
+    except (InvalidQuestions, NotAnswered) as exc:  # how the ask went: the model's words
         print(exc.message, file=sys.stderr)
-        if isinstance(exc, InvalidQuestions):
-            return REJECTED
-        return ENDED if isinstance(exc, NotAnswered) else FAILED  # PostFailed and the rest: 1
+        return REJECTED if isinstance(exc, InvalidQuestions) else ENDED
+    except ToolRejected as exc:  # PostFailed and the rest: a failure, told as every one is
+        print(f"ask-bridge ask: {one_line(exc.message)}", file=sys.stderr)
+        return FAILED
     if outcome.deferred is not None:
         print(outcome.host_text, flush=True)
         return DEFERRED

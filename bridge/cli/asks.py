@@ -1,7 +1,9 @@
 """``ask-bridge list | show ID | cancel ID``: inspect and end asks in the configured store.
 
 The store comes from the environment (``REDIS_URL``; see :mod:`bridge.settings`). Without it the
-store is a fresh in-memory one, which holds nothing another process created -- said on stderr.
+store would be a fresh in-memory one, which holds nothing another process created: ``list`` says
+so on stderr and lists nothing; ``show`` and ``cancel``, which could only fail, say so in their
+one line (as ``wait`` does). Every line on stderr names its command.
 """
 
 from __future__ import annotations
@@ -62,11 +64,18 @@ def _when(ts: float) -> str:
 
 
 def _run(coro_fn: Any, args: argparse.Namespace) -> int:
+    from bridge.cli.wait import NO_REDIS
     from bridge.settings import EngineSettings, open_store
 
     settings = EngineSettings()
     if not settings.redis_url:
-        print("note: REDIS_URL is not set; using an empty in-memory store", file=sys.stderr)
+        if args.command != "list":  # an ask named by its id cannot be in an empty store
+            print(f"ask-bridge {args.command}: {NO_REDIS}", file=sys.stderr)
+            return FAILED
+        print(
+            "ask-bridge list: note: REDIS_URL is not set; using an empty in-memory store",
+            file=sys.stderr,
+        )
 
     async def go() -> int:
         if settings.redis_url:
@@ -108,7 +117,7 @@ def _list(args: argparse.Namespace) -> int:
                 f"expires {_when(rec.expires_at)}  [{headers}]"
             )
         if page.cursor is not None:
-            print(f"more: repeat with --cursor {page.cursor}", file=sys.stderr)
+            print(f"ask-bridge list: more: repeat with --cursor {page.cursor}", file=sys.stderr)
         return 0
 
     return _run(go, args)
@@ -129,8 +138,11 @@ def _show(args: argparse.Namespace) -> int:
     async def go(store: Any, args: argparse.Namespace) -> int:
         rec = await store.get(args.ask_id)
         if rec is None:
-            print(f"no ask {args.ask_id!r} (unknown, or past its retention)", file=sys.stderr)
-            return 1
+            print(
+                f"ask-bridge show: no ask {args.ask_id!r} (unknown, or past its retention)",
+                file=sys.stderr,
+            )
+            return FAILED
         history = [e.model_dump(mode="json") for e in await store.history(args.ask_id)]
         # who answered, at a glance: the one person, or everyone who agreed (required K >= 2);
         # every submission is in the record, each recorded one in the history
@@ -154,8 +166,11 @@ def _cancel(args: argparse.Namespace) -> int:
         if closed is None:
             rec = await store.get(args.ask_id)
             state = rec.status.value if rec else "unknown"
-            print(f"ask {args.ask_id!r} is not pending ({state}); nothing changed", file=sys.stderr)
-            return 1
+            print(
+                f"ask-bridge cancel: ask {args.ask_id!r} is not pending ({state}); nothing changed",
+                file=sys.stderr,
+            )
+            return FAILED
         print(f"cancelled {closed.id}")
         if closed.message is not None:
             await _rerender(store, closed)
@@ -176,7 +191,12 @@ async def _rerender(store: Any, record: Any) -> None:
         try:
             posters[platform] = resolve_platform(platform).poster()
         except PlatformUnavailable as exc:
-            print(f"note: message not re-rendered here ({exc}); a sweeper will", file=sys.stderr)
+            print(
+                f"ask-bridge cancel: note: message not re-rendered here ({exc}); a sweeper will",
+                file=sys.stderr,
+            )
             return
     if not await show_final(store, posters, record):
-        print("note: message not re-rendered here; a sweeper will", file=sys.stderr)
+        print(
+            "ask-bridge cancel: note: message not re-rendered here; a sweeper will", file=sys.stderr
+        )

@@ -66,13 +66,13 @@ async def diagnose(channels: list[str]) -> list[Row]:
 
 
 def _settings_rows() -> list[Row]:
-    from bridge.logs import LogSettings
+    from bridge.logs import settings as log_settings
     from bridge.settings import ChatRouteSettings, EngineSettings
 
     rows = []
     readers: list[tuple[str, Callable[[], object]]] = [
         ("engine settings", EngineSettings),
-        ("log settings", LogSettings),
+        ("log settings", log_settings),  # in one line, as every command says a bad one
         ("mcp route settings", ChatRouteSettings),
     ]
     for name, read in readers:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from bridge.cli.args import port
 from bridge.platform import Platform, configured_platforms
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def register(sub: Any) -> None:
         help="serve only this platform; repeat for several (default: every configured one)",
     )
     p.add_argument("--host", default="127.0.0.1", help="HTTP server: address to bind")
-    p.add_argument("--port", type=int, default=3000, help="HTTP server: port (default 3000)")
+    p.add_argument("--port", type=port, default=3000, help="HTTP server: port (default 3000)")
     p.add_argument(
         "--sweep-interval",
         type=float,
@@ -87,7 +88,7 @@ async def serve(
     webhooks: WebhookSettings | None = None,
 ) -> None:
     """Serve ``platforms`` until SIGINT or SIGTERM (and send outcome webhooks if configured)."""
-    from bridge.logs import say
+    from bridge.logs import announce
     from bridge.runtime import Runtime, serving, settle_heap, stop_on_signals
 
     runtime = Runtime()
@@ -107,7 +108,7 @@ async def serve(
                 # where each receives was logged (routes' URLs, connections) before this
                 names = ", ".join(p.name for p in platforms)
                 settle_heap()
-                say(f"ask-bridge serve: ready ({names})")
+                announce(log, f"ready ({names})")  # a log line like the others, at any level
                 await receiving.wait()
         finally:
             await runtime.aclose()

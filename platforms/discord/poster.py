@@ -12,6 +12,10 @@ from platforms.discord.text import ANSWERER_RULE, answerer_id, is_user
 
 PLATFORM = "discord"
 
+INVALID_FORM_BODY = 50035
+"""Discord's JSON error code for a request body it refuses (a too-long text, too many
+components): https://discord.com/developers/docs/topics/opcodes-and-status-codes#json"""
+
 
 def snowflake(value: str, what: str) -> int:
     """A Discord id from the command line or the store, with a clear error if it is not one."""
@@ -31,6 +35,12 @@ class DiscordPoster(Poster):
     def __init__(self, rest: RestClient) -> None:
         self.rest = rest
 
+    def refusal(self, error: Exception) -> str | None:
+        """Discord's words for a 400 "Invalid Form Body" (which fields, and why)."""
+        if isinstance(error, discord.HTTPException) and error.code == INVALID_FORM_BODY:
+            return f"{error.status} {error.text}"
+        return None
+
     async def post(self, record: AskRecord) -> MessageRef:
         dest = record.destination
         client = await self.rest.get()
@@ -41,13 +51,18 @@ class DiscordPoster(Poster):
             channel_id = dm.id
         else:
             raise ValueError("a Discord destination needs a channel, a thread or a user")
-        message = render_message(record)
-        sent = await client.get_partial_messageable(channel_id).send(
-            content=message.content,
-            embeds=message.embeds,
-            view=message.view or discord.utils.MISSING,
-            allowed_mentions=message.allowed_mentions,
-        )
+        channel = client.get_partial_messageable(channel_id)
+
+        async def send(tightest: bool) -> discord.Message:
+            message = render_message(record, tightest=tightest)
+            return await channel.send(
+                content=message.content,
+                embeds=message.embeds,
+                view=message.view or discord.utils.MISSING,
+                allowed_mentions=message.allowed_mentions,
+            )
+
+        sent = await self.tightening(record, "message", send)
         extra = {"thread": dest.thread} if dest.thread else {}
         extra["link"] = sent.jump_url  # where `ask` tells the person at the terminal to look
         return MessageRef(
@@ -70,13 +85,17 @@ class DiscordPoster(Poster):
         client = await self.rest.get()
         channel = client.get_partial_messageable(snowflake(record.message.channel, "channel"))
         target = channel.get_partial_message(snowflake(record.message.message_id, "message"))
-        message = render_message(record)
-        await target.edit(
-            content=message.content,
-            embeds=message.embeds,
-            view=message.view,
-            allowed_mentions=message.allowed_mentions,
-        )
+
+        async def edit(tightest: bool) -> None:
+            message = render_message(record, tightest=tightest)
+            await target.edit(
+                content=message.content,
+                embeds=message.embeds,
+                view=message.view,
+                allowed_mentions=message.allowed_mentions,
+            )
+
+        await self.tightening(record, "update", edit)
 
     async def remind(self, record: AskRecord, n: int) -> None:
         """A reply to the message (in its channel or thread), notifying exactly the answerers."""

@@ -10,8 +10,29 @@ the asker in the first embed's author line, and while pending the controls in on
 
 The message ``content`` holds only the bridge's own words: the configured answerers' mentions
 while pending (the only pings the bridge ever allows) and the outcome line once ended. Embeds
-never ping. The six-thousand-character budget Discord puts on a message's embeds is met by trying
-generous cuts first and tighter ones until it fits; the tightest always fits (see the tests).
+never ping.
+
+**Within Discord's limits, always.** A message is rendered at the first of :data:`LEVELS` whose
+result fits (:func:`fits`: content 2,000, at most 10 embeds, titles and author names 256, each
+description 4,096, all embed text together :data:`EMBEDS_BUDGET`). The first level cuts nothing;
+then the options' descriptions are shortened, then the question texts, labels and typed answers
+too, a little more at each level. Every cut is visible (``…``) and keeps the text's beginning, so
+the question's first words, every option's label and the outcome always show. The last level
+(:data:`TIGHTEST`) fits whatever the question set, by arithmetic on its caps alone -- each text
+is cut to its cap in UTF-16 code units (never fewer than the characters Discord counts), so no
+input can make it longer:
+
+* a question's embed: title :data:`MAX_TITLE` and a description of at most the question (300),
+  the multiSelect hint and blank line (17) and four option lines of ``• **label** —
+  description`` (4 × (9 + 40 + 40) + 3 newlines): 676 while pending, less once ended;
+* four of them, the author line (:data:`MAX_ASKER` + 5) and the approvals embed of an ask
+  several people must agree on (:data:`MAX_APPROVALS`): ``4 × (60 + 676) + 85 + 2,600 =
+  5,629`` of the 5,800 budget; no description near 4,096; five embeds of ten;
+* the content: the bridge's own words (answerer mentions, the outcome), cut to 2,000
+  (:func:`plain`) -- a few hundred at most.
+
+The poster may also ask for the last level directly (``tightest=True``), to retry once when
+Discord refuses a rendering for a reason nobody documents.
 
 **The form** lives in modals, at most five top-level components each (a ``Label`` holding a
 ``RadioGroup``, ``CheckboxGroup`` or ``TextInput``):
@@ -59,15 +80,30 @@ REPLIES = Replies(mention=mention, text=lambda text: fit(one_line(text), SHOWN_T
 """The answering layer's words, with Discord's mentions and escaping."""
 
 EMBEDS_BUDGET = 5800
-"""Upper bound for all embed text of a message (Discord: 6000)."""
+"""Upper bound for all embed text of a message: Discord allows 6,000; the margin is for a way of
+counting nobody documents."""
 MAX_CONTENT = 2000
+MAX_EMBED_TITLE = 256
+MAX_EMBED_DESCRIPTION = 4096
+MAX_EMBED_AUTHOR = 256
+MAX_EMBEDS = 10
 MAX_BUTTON = 80
-MAX_MODAL_TITLE = 45
 MAX_LABEL = 45
 MAX_LABEL_DESCRIPTION = 100
 MAX_OPTION = 100
 ONE_MODAL = 2
 """Questions a single modal holds with a text input each (2 x 2 components of at most 5)."""
+MODAL_HEADER = 14
+"""Cap of a header in a modal's label, which leaves the question 21 of the 45 at least (after
+``Other… `` and `` · ``)."""
+MAX_TITLE = 60
+"""Cap of an embed title (a question's header: at most 12 characters, escaped)."""
+MAX_ASKER = 80
+"""Cap of the asker's name (the first embed's author line, the reminders)."""
+MAX_APPROVALS = 2600
+"""Cap of the approvals embed (the rule, a count of earlier submissions and the latest ten, each
+at most about 240: :meth:`bridge.replies.Replies.approvals`), so that at the last level four
+questions still fit beside it."""
 
 PENDING_COLOUR = discord.Colour.blurple()
 ANSWERED_COLOUR = discord.Colour.green()
@@ -84,12 +120,31 @@ class Caps:
     other: int
 
 
-LEVELS = (
-    Caps(question=1800, label=100, description=300, other=1000),
-    Caps(question=900, label=80, description=150, other=500),
-    Caps(question=500, label=60, description=80, other=250),
-    Caps(question=200, label=40, description=40, other=100),
+WHOLE = Caps(
+    question=MAX_EMBED_DESCRIPTION,
+    label=MAX_EMBED_DESCRIPTION,
+    description=MAX_EMBED_DESCRIPTION,
+    other=MAX_EMBED_DESCRIPTION,
 )
+"""The first level: nothing cut (no text of the contract is longer than an embed can hold, so
+these caps cut nothing that could have been shown)."""
+TIGHTEST = Caps(question=300, label=40, description=40, other=150)
+"""The last level, which fits whatever the question set (see the module docstring)."""
+LEVELS = (
+    WHOLE,
+    Caps(
+        question=MAX_EMBED_DESCRIPTION,
+        label=MAX_EMBED_DESCRIPTION,
+        description=300,
+        other=MAX_EMBED_DESCRIPTION,
+    ),
+    Caps(question=1800, label=200, description=150, other=1000),
+    Caps(question=900, label=100, description=80, other=500),
+    Caps(question=600, label=80, description=60, other=250),
+    TIGHTEST,
+)
+"""From the most generous to the tightest: descriptions are shortened first, then the question
+texts, labels and typed answers too."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +168,25 @@ def embeds_cost(embeds: list[discord.Embed]) -> int:
     return total
 
 
+def fits(message: Message) -> bool:
+    """Whether ``message`` is within Discord's limits on text (counted in UTF-16 units, never
+    fewer than Discord's count). The controls are within theirs by construction
+    (:func:`message_view`)."""
+    texts = [
+        (message.content, MAX_CONTENT),
+        *((e.title, MAX_EMBED_TITLE) for e in message.embeds),
+        *((e.description, MAX_EMBED_DESCRIPTION) for e in message.embeds),
+        *((e.author.name, MAX_EMBED_AUTHOR) for e in message.embeds),
+    ]
+    return (
+        len(message.embeds) <= MAX_EMBEDS
+        and embeds_cost(message.embeds) <= EMBEDS_BUDGET
+        and all(units(text or "") <= most for text, most in texts)
+    )
+
+
 def asker(record: AskRecord) -> str:
-    return fit(replies.asker(record), 80)
+    return fit(replies.asker(record), MAX_ASKER)
 
 
 def reminder_content(record: AskRecord, n: int) -> tuple[str, discord.AllowedMentions]:
@@ -127,18 +199,24 @@ def reminder_content(record: AskRecord, n: int) -> tuple[str, discord.AllowedMen
     at = int(record.created_at)
     since = f"<t:{at}:f> (<t:{at}:R>)"
     text = REPLIES.reminder(
-        record, n, asker=fit(replies.asker(record), 80, markdown=True), since=since, here=""
+        record,
+        n,
+        asker=fit(replies.asker(record), MAX_ASKER, markdown=True),
+        since=since,
+        here="",
     )
-    return text, answerer_mentions(replies.to_remind(record)[:MAX_ANSWERERS_SHOWN])
+    return plain(text), answerer_mentions(replies.to_remind(record)[:MAX_ANSWERERS_SHOWN])
 
 
-def render_message(record: AskRecord) -> Message:
-    """The message for the record's status, at the most generous level that fits."""
-    for caps in LEVELS:
+def render_message(record: AskRecord, *, tightest: bool = False) -> Message:
+    """The message for the record's status, at the most generous level that fits; at the last
+    level at once with ``tightest`` (a retry after Discord refused a rendering)."""
+    levels = LEVELS[-1:] if tightest else LEVELS
+    for caps in levels[:-1]:
         message = _message(record, caps)
-        if embeds_cost(message.embeds) <= EMBEDS_BUDGET:
+        if fits(message):
             return message
-    return message  # the last level always fits; the tests hold us to that
+    return _message(record, levels[-1])  # fits whatever the record: see the module docstring
 
 
 def _message(record: AskRecord, caps: Caps) -> Message:
@@ -158,20 +236,23 @@ def _message(record: AskRecord, caps: Caps) -> Message:
             body += "\n\n" + _answer_text(answers[i], caps)
         else:
             body += "\n\n" + _options_text(q, caps, described=pending)
-        embed = discord.Embed(title=fit(one_line(q.header), 60, markdown=True), colour=colour)
+        embed = discord.Embed(
+            title=fit(one_line(q.header), MAX_TITLE, markdown=True), colour=colour
+        )
         embed.description = body
         embeds.append(embed)
     verb = "asks" if pending else "asked"
     embeds[0].set_author(name=f"{asker(record)} {verb}")
     approvals = REPLIES.approvals(record) if pending else []
     if approvals:  # mentions in an embed show who, and never ping
-        embeds.append(discord.Embed(description="\n".join(approvals), colour=colour))
+        listing = fit("\n".join(approvals), MAX_APPROVALS)
+        embeds.append(discord.Embed(description=listing, colour=colour))
     if pending:
         content = _answerers_line(record)
         view = message_view(record)
         allowed = answerer_mentions(record.answerers[:MAX_ANSWERERS_SHOWN])
     else:
-        content, view, allowed = REPLIES.outcome(record), None, NO_MENTIONS
+        content, view, allowed = plain(REPLIES.outcome(record)), None, NO_MENTIONS
     return Message(content=content, embeds=embeds, view=view, allowed_mentions=allowed)
 
 
@@ -180,7 +261,7 @@ def _answerers_line(record: AskRecord) -> str | None:
         return None
     shown = [mention(a) for a in record.answerers[:MAX_ANSWERERS_SHOWN]]
     more = len(record.answerers) - len(shown)
-    return "For " + ", ".join(shown) + (f" and {more} more" if more > 0 else "") + ":"
+    return plain("For " + ", ".join(shown) + (f" and {more} more" if more > 0 else "") + ":")
 
 
 def _question_text(q: Question, caps: Caps) -> str:
@@ -287,7 +368,10 @@ def _modal(title: str, custom_id: str) -> ui.Modal:
 
 
 def _label(q: Question, prefix: str = "") -> str:
-    return fit(prefix + one_line(q.header) + " · " + one_line(q.question), MAX_LABEL)
+    """A question's label in a modal: its header (cut to :data:`MODAL_HEADER`, so the
+    question's first words always follow) and question, within Discord's 45."""
+    header = fit(one_line(q.header), MODAL_HEADER)
+    return fit(prefix + header + " · " + one_line(q.question), MAX_LABEL)
 
 
 def form_modal(record: AskRecord) -> ui.Modal:

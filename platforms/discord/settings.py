@@ -31,6 +31,18 @@ class DiscordSettings(BaseSettings):
     shards: str | None = None
     shard_ids: str | None = None
 
+    @field_validator("token")
+    @classmethod
+    def _token(cls, value: SecretStr | None) -> SecretStr | None:
+        """A token with a space inside is certainly wrong -- most often "Bot " copied with it
+        (discord.py adds that itself) -- and local: said now, not after Discord refused it."""
+        token = value.get_secret_value().strip() if value is not None else ""
+        if len(token.split()) > 1:
+            raise ValueError(
+                "DISCORD_TOKEN has a space in it: set the bot token alone (without 'Bot ')"
+            )
+        return value
+
     @field_validator("api_url")
     @classmethod
     def _api_url(cls, value: str) -> str:
@@ -102,4 +114,5 @@ def load_settings() -> DiscordSettings:
         return DiscordSettings()
     except ValidationError as exc:
         problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-        raise PlatformUnavailable(f"Discord settings are invalid: {problems}") from exc
+        # from None: pydantic's report, chained to it, would show the token
+        raise PlatformUnavailable(f"Discord settings are invalid: {problems}") from None

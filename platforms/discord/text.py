@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import discord
 
@@ -26,6 +27,9 @@ ROLE_PREFIX = "role:"
 
 _SNOWFLAKE = re.compile(r"^[0-9]{1,20}$")
 _MARKDOWN = set("\\*_~`|>#-[]()<:@")
+_ESCAPED = str.maketrans({char: "\\" + char for char in _MARKDOWN})
+_shown = lru_cache(maxsize=256)(shown)
+"""What :func:`fit` shows of a text, cleaned once for the levels of a rendering that try it."""
 
 
 def units(text: str) -> int:
@@ -33,26 +37,28 @@ def units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def _escape(char: str) -> str:
-    return "\\" + char if char in _MARKDOWN else char
-
-
 def fit(text: str, limit: int, *, markdown: bool = False) -> str:
     """``text`` cleaned (and escaped when ``markdown``) within ``limit`` UTF-16 units, cut with
     ``…`` if it had to be."""
-    cleaned = shown(text)
-    pieces = [_escape(c) for c in cleaned] if markdown else list(cleaned)
-    whole = "".join(pieces)
-    if units(whole) <= limit:
-        return whole
+    cleaned = _shown(text)
+    if len(cleaned) <= limit:  # else it cannot fit: each character takes a unit at least
+        whole = cleaned.translate(_ESCAPED) if markdown else cleaned
+        if units(whole) <= limit:
+            return whole
     budget = limit - units(ELLIPSIS)
-    kept: list[str] = []
-    for piece in pieces:
-        budget -= units(piece)
-        if budget < 0:
-            break
-        kept.append(piece)
-    cut = "".join(kept).rstrip()
+
+    def shown_of(count: int) -> str:  # the first ``count`` characters as shown
+        return cleaned[:count].translate(_ESCAPED) if markdown else cleaned[:count]
+
+    # the most characters whose showing fits (each takes a unit at least: ``limit`` at most)
+    low, high = 0, min(len(cleaned), limit)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if units(shown_of(middle)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    cut = shown_of(low).rstrip()
     if cut.endswith("\\") and not cut.endswith("\\\\"):
         cut = cut[:-1]  # never leave an escape that would swallow the ellipsis
     return cut + ELLIPSIS

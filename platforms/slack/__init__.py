@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
 
 from bridge.aio import stop
 from bridge.platform import Finding, HttpRoute, PlatformUnavailable
@@ -18,6 +19,9 @@ from platforms.slack.client import WatchedClient, make_client
 from platforms.slack.credentials import BotIdentity, check_app_token, check_bot_token
 from platforms.slack.poster import SlackPoster
 from platforms.slack.settings import SlackSettings, load_settings
+
+if TYPE_CHECKING:
+    from platforms.slack.manifest import AppSetup
 
 
 class SlackPlatform:
@@ -83,6 +87,14 @@ class SlackPlatform:
 
         return await diagnose(self, channels)
 
+    def app_setup(
+        self, *, socket_mode: bool, request_url: str | None, user_groups: bool
+    ) -> AppSetup:
+        """``ask-bridge slack manifest``: the Slack app to create, and how (:mod:`.manifest`)."""
+        from platforms.slack.manifest import app_setup
+
+        return app_setup(socket_mode=socket_mode, request_url=request_url, user_groups=user_groups)
+
     def configured(self) -> bool:
         """``SLACK_BOT_TOKEN`` is set (environment or ``.env``): ``ask-bridge serve`` serves
         Slack. Read afresh, not from the settings cached for posting."""
@@ -109,7 +121,7 @@ class SlackReceiver:
         self.client = client
         self.app_token = settings.app() if settings.socket_mode else None
         self.signing = None if self.app_token is not None else settings.signing()
-        self.app, self.interactions = build_app(store, client, signing_secret=self.signing)
+        self.app, self.interactions = build_app(store, client)
         self.link = None
         if self.app_token is not None:
             from platforms.slack.socket_mode import SocketModeLink

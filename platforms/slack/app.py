@@ -38,6 +38,7 @@ from bridge.answering import BACKSTOP, Answering, Caller, Outcome, Picks, Verdic
 from bridge.replies import BAD_CONTROL, MAYBE_SAVED, NOT_OPENED
 from bridge.store.base import Store, giving_up_after
 from platforms.slack import ids
+from platforms.slack.client import error_code
 from platforms.slack.groups import GroupResolver
 from platforms.slack.poster import SlackPoster
 from platforms.slack.render import REPLIES, form_view, loading_view, notice_view, other_view
@@ -206,7 +207,7 @@ def _not_opened(meta: ids.ModalMeta, error: SlackApiError) -> None:
     log.warning(
         "could not open the form of ask %s: Slack answered %s",
         meta.ask_id,
-        error.response.get("error"),
+        error_code(error) or error,
     )
 
 
@@ -326,13 +327,13 @@ def build_app(
     store: Store,
     client: AsyncWebClient,
     *,
-    signing_secret: str | None,
     fast_path: float = 1.0,
     store_timeout: float = 5.0,
 ) -> tuple[AsyncApp, Interactions]:
     """A Bolt app answering asks from ``store``, and its handlers (to :meth:`~Interactions.drain`
-    on shutdown). Without a signing secret (Socket Mode) HTTP request verification is off: Socket
-    Mode payloads arrive over the app-token connection.
+    on shutdown). Bolt's request verification is off: an HTTP request is verified once, before
+    it is parsed, by the route that hands it over (:func:`platforms.slack.http.events_route`),
+    and Socket Mode payloads arrive over the app-token connection.
 
     ``process_before_response``: Bolt answers when a listener returns, so a listener that judges
     a click before acking has the verdict stored before Slack sees the 200; slow work is handed
@@ -350,8 +351,7 @@ def build_app(
     app = AsyncApp(
         before_authorize=own_client,
         client=client,
-        signing_secret=signing_secret or "",
-        request_verification_enabled=signing_secret is not None,
+        request_verification_enabled=False,
         process_before_response=True,
     )
     answering = Answering(

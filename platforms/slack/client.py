@@ -14,6 +14,11 @@ call -- the poster's, the receiver's, or the Socket Mode reconnect's (which goes
 client with the app token) -- and :meth:`WatchedClient.refused` hands it to the receiver, which
 stops the process in one line naming the variable (:mod:`platforms.slack`).
 
+A refused call is raised as slack_sdk raises it (a ``SlackApiError`` with Slack's response), but
+saying in one line what Slack refused and what to fix (:func:`refusal_line`) instead of slack_sdk's
+URL and the response's dict repr: the words reach the asker as they are (``ask``'s one-line
+failure, the model's error result, ``doctor``'s row).
+
 Left to itself, slack_sdk opens a new HTTP session -- a new TCP and TLS connection to Slack -- for
 every call. While a process serves Slack it holds one session for all calls made meanwhile
 (:meth:`WatchedClient.kept_session`, held by :func:`bridge.runtime.serving`), so a click's
@@ -50,6 +55,57 @@ AUTH_ERRORS = frozenset(
 """Slack's answers meaning the token itself is no good (not the call)."""
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 """Methods called with the app-level token (``SLACK_APP_TOKEN``); every other uses the bot's."""
+FIXES = {
+    "channel_not_found": "no such channel, or a private one the bot is not in: check the "
+    "channel id, and invite the bot with /invite @your-bot",
+    "not_in_channel": "the bot is not in the channel: invite it with /invite @your-bot",
+    "is_archived": "the channel is archived: ask in another one",
+    "restricted_action": "the workspace's settings do not let the bot post there",
+}
+"""What to fix for the refusals a person can fix, by Slack's error code (with ``missing_scope``
+and :data:`AUTH_ERRORS`, told by :func:`refusal_line`)."""
+
+
+def error_code(exc: SlackApiError) -> str | None:
+    """Slack's error code in ``exc``; ``None`` when the answer was no Slack answer (a proxy's
+    error page: slack_sdk then holds the HTTP response, or an empty one)."""
+    data = getattr(exc.response, "data", None)
+    code = data.get("error") if isinstance(data, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def refusal_line(method: str, exc: SlackApiError) -> str:
+    """One line for Slack's refusal of ``method``: the error code and what to fix; for an answer
+    that is no Slack answer, its HTTP status and where it came from."""
+    code = error_code(exc)
+    if code is None:
+        response = exc.response
+        status = getattr(response, "status_code", None) or getattr(response, "status", "?")
+        return (
+            f"Slack's API answered {method} with HTTP {status} and no Slack error: check "
+            "SLACK_API_URL and any proxy on the way"
+        )
+    fix = FIXES.get(code)
+    if code in AUTH_ERRORS:
+        variable = "SLACK_APP_TOKEN" if method in APP_TOKEN_METHODS else "SLACK_BOT_TOKEN"
+        fix = f"set a valid {variable}"
+    elif code == "missing_scope":
+        needed = exc.response.get("needed")  # a Slack answer, as it has a code
+        scope = f"the {needed} scope" if needed else "a scope it needs"
+        fix = f"the token lacks {scope}: add it under OAuth & Permissions, then reinstall the app"
+    return f"Slack refused {method}: {code}" + (f" ({fix})" if fix else "")
+
+
+class SlackRefused(SlackApiError):
+    """slack_sdk's ``SlackApiError`` (caught the same way, the same ``response``) in one line:
+    :func:`refusal_line`'s words, not slack_sdk's message followed by the response's repr."""
+
+    def __init__(self, method: str, error: SlackApiError) -> None:
+        self.line = refusal_line(method, error)
+        super().__init__(self.line, error.response)  # type: ignore[no-untyped-call]
+
+    def __str__(self) -> str:
+        return self.line
 
 
 class IdempotentConnectionRetry(AsyncConnectionErrorRetryHandler):
@@ -107,7 +163,7 @@ class WatchedClient(AsyncWebClient):
         try:
             return await super().api_call(api_method, **kwargs)
         except SlackApiError as exc:
-            error = exc.response.get("error") if exc.response is not None else None
+            error = error_code(exc)
             if error in AUTH_ERRORS and self._refusal is None:
                 variable = (
                     "SLACK_APP_TOKEN" if api_method in APP_TOKEN_METHODS else "SLACK_BOT_TOKEN"
@@ -117,7 +173,7 @@ class WatchedClient(AsyncWebClient):
                     "replaced; set a valid token and restart"
                 )
                 self._refused.set()
-            raise
+            raise SlackRefused(api_method, exc) from None
 
     @asynccontextmanager
     async def kept_session(self) -> AsyncIterator[None]:

@@ -3,9 +3,10 @@ for the app-level token.
 
 A refused token stops the process in one line naming the variable (instead of Socket Mode's
 endless reconnect loop, or an HTTP-mode ``serve`` that says ``ready`` and then fails every post).
-A Slack API that cannot be reached is retried with capped backoff for a short while, logged once,
-then reported naming ``SLACK_API_URL``. ``ask-bridge doctor`` reads the same answers for the
-token's scopes and the bot's channel membership.
+A Slack API that cannot be reached is retried (tenacity: waits doubling from a quarter of a second
+to four, for :data:`REACH_SECONDS`), logged once, then reported naming ``SLACK_API_URL``.
+``ask-bridge doctor`` reads the same answers for the token's scopes and the bot's channel
+membership.
 """
 
 from __future__ import annotations
@@ -19,15 +20,19 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from bridge.backoff import StateLog, within
+from bridge.logs import StateLog
 from bridge.platform import PlatformUnavailable
+from platforms.slack.client import error_code, refusal_line
 
 NEEDED_SCOPES = ("chat:write",)
 """Bot scopes every use needs (``usergroups:read`` only when an answerer is a user group)."""
 OPTIONAL_SCOPES = ("usergroups:read",)
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
 REACH_SECONDS = 10.0
+"""Seconds an unreachable API is tried again for, and then at most one more wait (four seconds)
+and try: tenacity's ``stop_after_delay`` lets the last wait run past it."""
 log = logging.getLogger(__name__)
 
 
@@ -45,7 +50,9 @@ async def check_bot_token(
 ) -> BotIdentity:
     """``auth.test`` with ``SLACK_BOT_TOKEN``; ``PlatformUnavailable`` (one line) if refused or
     unreachable for ``seconds``."""
-    response = await _call(lambda: client.auth_test(), "SLACK_BOT_TOKEN", api_url, seconds=seconds)
+    response = await _call(
+        lambda: client.auth_test(), "auth.test", "SLACK_BOT_TOKEN", api_url, seconds=seconds
+    )
     header = {k.lower(): v for k, v in (response.headers or {}).items()}.get("x-oauth-scopes")
     scopes = None if header is None else frozenset(s.strip() for s in header.split(",") if s)
     return BotIdentity(
@@ -59,6 +66,7 @@ async def check_app_token(app_token: str, api_url: str, *, seconds: float = REAC
     client = AsyncWebClient(token=app_token, base_url=api_url)
     await _call(
         lambda: client.apps_connections_open(app_token=app_token),
+        "apps.connections.open",
         "SLACK_APP_TOKEN",
         api_url,
         seconds=seconds,
@@ -66,17 +74,35 @@ async def check_app_token(app_token: str, api_url: str, *, seconds: float = REAC
 
 
 async def _call(
-    attempt: Callable[[], Awaitable[Any]], variable: str, api_url: str, *, seconds: float
+    call: Callable[[], Awaitable[Any]],
+    method: str,
+    variable: str,
+    api_url: str,
+    *,
+    seconds: float,
 ) -> Any:
     state = StateLog(log, f"Slack API at SLACK_API_URL={api_url}")
+    retrying = AsyncRetrying(
+        retry=retry_if_exception_type(TRANSIENT),
+        wait=wait_exponential(multiplier=0.25, max=4.0),
+        stop=stop_after_delay(seconds),
+        after=state.attempt_failed,
+        reraise=True,
+    )
     try:
-        return await within(attempt, transient=TRANSIENT, seconds=seconds, state=state)
+        async for attempt in retrying:
+            with attempt:
+                response = await call()
     except SlackApiError as exc:
-        error = exc.response.get("error") if exc.response is not None else None
+        error = error_code(exc)
+        if error is None:  # no Slack answer (a proxy's error page): no verdict on the token
+            raise PlatformUnavailable(refusal_line(method, exc)) from None
         raise PlatformUnavailable(
-            f"Slack refused {variable} ({error or exc}): set a valid token"
+            f"Slack refused {variable} ({error}): set a valid token"
         ) from None
     except TRANSIENT as exc:
         raise PlatformUnavailable(
             f"cannot reach Slack's API at SLACK_API_URL={api_url}: {exc or type(exc).__name__}"
         ) from None
+    state.ok()
+    return response

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from slack_sdk.errors import SlackApiError
 
 from bridge.platform import Finding
+from platforms.slack.client import error_code, refusal_line
 from platforms.slack.credentials import NEEDED_SCOPES, OPTIONAL_SCOPES
 
 if TYPE_CHECKING:
@@ -48,10 +49,9 @@ async def _membership(platform: SlackPlatform, channel: str) -> Finding:
     try:
         info = await platform.client.conversations_info(channel=channel)
     except SlackApiError as exc:
-        error = exc.response.get("error")
-        if error == "missing_scope":  # channels:read, which only this check would use
+        if error_code(exc) == "missing_scope":  # channels:read, which only this check would use
             return Finding(check, "note", "cannot check without the channels:read scope")
-        return Finding(check, "FIX", f"{error}: invite the bot to the channel")
+        return Finding(check, "FIX", refusal_line("conversations.info", exc))
     channel_info = info.get("channel") or {}
     if channel_info.get("is_member") is False:
         return Finding(check, "FIX", "the bot is not a member: /invite it to the channel")

@@ -4,24 +4,22 @@ The server is the core's (:mod:`bridge.http_server`, started by :func:`bridge.ru
 shared with every other platform the process serves; Slack contributes this one route.
 
 Anyone who can reach the URL can send it anything, so a request is *verified before it is
-parsed*: Bolt parses the body while building its request object, before its own signature check,
-and a malformed body would end there as a 500 with a traceback. Here the signature
-(``SLACK_SIGNING_SECRET``, HMAC-SHA256 over ``v0:{timestamp}:{body}``, at most five minutes old) is
-checked on the raw bytes first -- 401 when it is missing, stale or wrong -- then the body's shape
--- 400 when a signed body is not an interactive payload Bolt can take -- and only then is the
-request handed to Bolt (which verifies it again), with the payload parsed here: a click's form
-body is the whole message, URL-encoded, and decoding it is the dearest step of a click in Python
-(:func:`form_value`). The server logs the refusals (:class:`bridge.http_server.RefusalLog`: a
-few lines for a flood of them).
+parsed*: Bolt parses the body while building its request object, before the signature check it
+would make, and a malformed body would end there as a 500 with a traceback. Here the signature
+(``SLACK_SIGNING_SECRET``, HMAC-SHA256 over ``v0:{timestamp}:{body}``, at most five minutes old)
+is checked first, by slack_sdk's :class:`~slack_sdk.signature.SignatureVerifier` -- 401 when it
+is missing, stale or wrong -- then the body's shape -- 400 when a signed body is not an
+interactive payload Bolt can take -- and only then is the request handed to Bolt, whose own
+verification is off (:func:`platforms.slack.app.build_app`): each request is verified once. The
+payload is parsed here: a click's form body is the whole message, URL-encoded, and decoding it is
+the dearest step of a click in Python (:func:`form_value`). The server logs the refusals
+(:class:`bridge.http_server.RefusalLog`: a few lines for a flood of them).
 """
 
 from __future__ import annotations
 
 import binascii
-import hashlib
-import hmac
 import json
-import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote_plus
@@ -32,66 +30,65 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
 
 from bridge.platform import HttpRoute
 
 EVENTS_PATH = "/slack/events"
-MAX_AGE = 300
-"""Seconds a signed request stays valid (Slack's own rule: five minutes)."""
 
 _OBJECTS = ("user", "channel", "message", "container", "view", "team", "enterprise")
 """Payload keys Bolt reads as objects when present: anything else there would crash it."""
 
 
 def events_route(app: AsyncApp, signing_secret: str) -> HttpRoute:
-    """``POST /slack/events``: verified with ``signing_secret``, checked, dispatched to ``app``."""
-    secret = signing_secret.encode()
+    """``POST /slack/events``: verified with ``signing_secret``, checked, dispatched to ``app``
+    (built without verification of its own)."""
+    verifier = SignatureVerifier(signing_secret)
 
     async def events(request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        if not _signed(secret, body, request.headers):
+        text = _verified(verifier, await request.read(), request.headers)
+        if text is None:
             return web.Response(status=401, text="invalid request signature")
-        problem, payload = read_payload(body, request.headers.get("Content-Type", ""))
+        problem, payload = read_payload(text, request.headers.get("Content-Type", ""))
         if problem is not None:
             return web.Response(status=400, text=problem)
         if payload is None:  # JSON or ssl_check: Bolt reads it itself
             bolt_request = await to_bolt_request(request)
         else:
-            bolt_request = _ParsedRequest(body.decode(), payload, request)
+            bolt_request = _ParsedRequest(payload, request)
         bolt_response = await app.async_dispatch(bolt_request)
         return await to_aiohttp_response(bolt_response)
 
     return HttpRoute("POST", EVENTS_PATH, events)
 
 
-def _signed(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
-    """Slack's request signature, computed over the raw bytes (slack_sdk's verifier decodes the
-    body first, which fails on bytes that are not UTF-8). Any header value that is not a
-    signature -- missing, another scheme, another length, or not ASCII, on which
-    ``compare_digest`` raises -- is a wrong one."""
+def _verified(verifier: SignatureVerifier, body: bytes, headers: Mapping[str, str]) -> str | None:
+    """``body`` as text if Slack signed it (``verifier``), else ``None``.
+
+    The verifier takes well-formed headers and UTF-8 text only; anything else is a wrong
+    signature here, not an exception there: a timestamp that is not a few ASCII digits
+    (``int()`` raises on ``abc``, and reads ``٣٣٣٣`` or ``1_0``), a signature that is not ASCII
+    (``hmac.compare_digest`` raises), a body that is not UTF-8 (the verifier decodes it, and
+    raises; Slack sends UTF-8 only, so such a body cannot be one Slack signed)."""
     timestamp = headers.get("X-Slack-Request-Timestamp", "")
     signature = headers.get("X-Slack-Signature", "")
     if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) < 16):
-        return False
+        return None
     if not signature.isascii():
-        return False
-    if abs(time.time() - int(timestamp)) > MAX_AGE:
-        return False
-    base = b"v0:" + timestamp.encode() + b":" + body
-    expected = "v0=" + hmac.new(secret, base, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, signature)
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if verifier.is_valid(text, timestamp, signature) else None
 
 
-def read_payload(body: bytes, content_type: str) -> tuple[str | None, dict[str, Any] | None]:
+def read_payload(text: str, content_type: str) -> tuple[str | None, dict[str, Any] | None]:
     """Why a signed body is not something Bolt can take safely (or ``None`` if it is), and the
     interactive payload it holds (``None`` for what Bolt reads itself).
 
     Interactive payloads arrive form-encoded as ``payload=<JSON object>``; Bolt also answers
     ``ssl_check`` and JSON event callbacks, which pass when they are JSON objects."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return "the body is not UTF-8", None
     if content_type.startswith("application/json"):
         ok = isinstance(_json(text), dict)
         return (None if ok else "the body is not a JSON object"), None
@@ -140,11 +137,11 @@ def form_value(text: str) -> str:
 
 class _ParsedRequest(AsyncBoltRequest):
     """Bolt's HTTP request with the payload already parsed (and checked) here, so Bolt does not
-    decode the body a second time; its raw body stays, for Bolt's own signature check."""
+    decode the body a second time. Its raw body stays empty: Bolt reads it only to verify the
+    signature (done: :func:`events_route`) and to copy a request for a lazy listener (none)."""
 
-    def __init__(self, raw: str, payload: dict[str, Any], request: web.Request) -> None:
+    def __init__(self, payload: dict[str, Any], request: web.Request) -> None:
         super().__init__(body="", query=request.query_string, headers=request.headers)  # type: ignore[arg-type]
-        self.raw_body = raw
         self.body = payload
         self.context = build_async_context(AsyncBoltContext({}), payload)
 

@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import logging
 
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.poster import Poster
 from bridge.record import AskRecord, MessageRef
+from platforms.slack.client import error_code
 from platforms.slack.render import reminder_text, render_message
 from platforms.slack.text import ANSWERER_RULE, answerer_id, is_user
 
 PLATFORM = "slack"
 log = logging.getLogger(__name__)
+
+REFUSALS = frozenset(
+    {"invalid_blocks", "invalid_blocks_format", "msg_too_long", "msg_blocks_too_long"}
+)
+"""The errors of ``chat.postMessage`` and ``chat.update`` that refuse a message's shape or size
+(https://api.slack.com/methods/chat.postMessage#errors): a tighter rendering may pass."""
 
 
 class SlackPoster(Poster):
@@ -29,12 +36,28 @@ class SlackPoster(Poster):
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
 
+    def refusal(self, error: Exception) -> str | None:
+        """Slack's error code for a refused message (:data:`REFUSALS`), or slack_sdk's words
+        when it refused the blocks before sending them."""
+        if isinstance(error, SlackObjectFormationError):
+            return f"slack_sdk: {error}"
+        if isinstance(error, SlackApiError):
+            code = error_code(error)
+            return code if code in REFUSALS else None
+        return None
+
     async def post(self, record: AskRecord) -> MessageRef:
         dest = record.destination
         channel = dest.channel or dest.user
         if not channel:
             raise ValueError("a Slack destination needs a channel or a user")
-        message = render_message(record)
+        return await self.tightening(
+            record, "message", lambda tightest: self._post(record, channel, tightest)
+        )
+
+    async def _post(self, record: AskRecord, channel: str, tightest: bool) -> MessageRef:
+        dest = record.destination
+        message = render_message(record, tightest=tightest)
         resp = await self.client.chat_postMessage(
             channel=channel,
             thread_ts=dest.thread,
@@ -59,7 +82,7 @@ class SlackPoster(Poster):
                 channel=message.channel, message_ts=message.message_id
             )
         except SlackApiError as exc:
-            error = exc.response.get("error") if exc.response is not None else exc
+            error = error_code(exc) or exc
             log.warning(
                 "no link to message %s in %s: %s", message.message_id, message.channel, error
             )
@@ -80,13 +103,15 @@ class SlackPoster(Poster):
         while pending, the submissions of an ask that needs several people)."""
         if record.message is None:
             return
-        message = render_message(record)
-        await self.client.chat_update(
-            channel=record.message.channel,
-            ts=record.message.message_id,
-            text=message.text,
-            blocks=message.wire,
-        )
+        ref = record.message
+
+        async def edit(tightest: bool) -> None:
+            message = render_message(record, tightest=tightest)
+            await self.client.chat_update(
+                channel=ref.channel, ts=ref.message_id, text=message.text, blocks=message.wire
+            )
+
+        await self.tightening(record, "update", edit)
 
     async def remind(self, record: AskRecord, n: int) -> None:
         """A reply in the message's thread (the thread it was posted in, if it was)."""

@@ -6,10 +6,39 @@ Everything is built with ``slack_sdk.models`` so ``to_dict()`` validates it. Sha
 * anything else (multiSelect, several questions): an ``Answer`` button opening a modal form, so
   each person's half-made selections live in their own modal and are never shown to anyone else.
 
-Every text from the model or a teammate goes through :func:`text.fit` (escaped, cut with ``…``).
-A rendering is tried with generous limits first and tighter ones until its block JSON fits
-:data:`BLOCKS_BUDGET`; the last, tightest level fits whatever the input, which the hypothesis test
-checks over the whole input space.
+Every text from the model or a teammate goes through :func:`text.fit` (escaped, cut with ``…``
+to a cost in UTF-16 units of its JSON, never fewer than the characters Slack counts).
+
+**Within Slack's limits, always.** A message is rendered at the first of :data:`LEVELS` whose
+result fits (:func:`fits`: every block valid for slack_sdk -- a section's text 3,000 characters,
+a button's 75 --, every text object at most 3,000, and the block JSON within
+:data:`BLOCKS_BUDGET`). The first level cuts nothing; then the options' descriptions and the typed
+answers are shortened, then the question texts and labels too, a little more at each level. Every
+cut is visible (``…``) and keeps the text's beginning, so the question's first words, every
+option's label and the outcome always show. The last level (:data:`TIGHTEST`) fits whatever the
+record, by arithmetic on its caps alone, in UTF-16 units of the JSON (never fewer than the
+characters Slack counts; a newline is two):
+
+* a question's section: its header (at most 12 characters, :data:`HEADER` 60 escaped), `` · ``,
+  the question (500) and the multiSelect hint (15); while pending four option lines
+  ``• *label* — description`` (4 × (9 + 60 + 60)): 1,096; once answered the chosen labels
+  (4 × (2 + 60) and their separators) and the typed answer (300 and its markup): 1,145. Both
+  are well within a section's 3,000 (1,172 and 1,221 with the block's JSON);
+* the intro (the asker, :data:`ASKER` 80, and ten answerers' mentions of at most 42 each): 621;
+  the ``Answer`` button: 227; the approvals of an ask several people must agree on (the rule, a
+  count of earlier ones and ten submissions of at most 240 each,
+  :meth:`bridge.replies.Replies.approvals`): 2,563, or once ended the outcome (ten mentions):
+  545. One single-select question's buttons instead: 976;
+* so at most ``4 × 1,172 + 621 + 227 + 2,563 + 8 = 8,107`` (the 8: the array's brackets and
+  commas) of the 12,000 budget pending, 5,200 once answered, in at most 7 blocks of 50
+  (``tests/conformance/test_slack_conformance.py`` renders these worst cases).
+
+The poster may also ask for the last level directly (``tightest=True``), to retry once when
+Slack refuses a rendering for a reason nobody documents (``msg_blocks_too_long`` has no number).
+
+**The modals** fit whatever the question set at once: a question's header section is at most
+60 + 2,500 of 3,000; option texts and descriptions are cut to Slack's 75; four questions are 12
+blocks of 100.
 """
 
 from __future__ import annotations
@@ -22,6 +51,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
@@ -40,7 +70,7 @@ from slack_sdk.models.views import View
 
 from bridge import replies, routing
 from bridge.answering import MAX_TYPED, one_click
-from bridge.models import Answer, Question
+from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, Question
 from bridge.record import AskRecord, AskStatus
 from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
 from bridge.text import ELLIPSIS, one_line
@@ -48,13 +78,27 @@ from platforms.slack import ids
 from platforms.slack.text import fit, mention
 
 BLOCKS_BUDGET = 12_000
-"""Upper bound for a message's block JSON (UTF-16 units); Slack rejects about 13.2k."""
+"""Upper bound for a message's block JSON (UTF-16 units): Slack refuses somewhere above 13,000
+(``msg_blocks_too_long``), by a count it does not document."""
+TEXT_LIMIT = 3000
+"""Slack's limit on the text of any text object (a section's text, a context element)."""
+CONTROL_TEXT = 75
+"""Slack's limit on a button's text, and on an option's text and description."""
+MODAL_QUESTION = 2500
+"""Cap of a question's text in a modal, whose header section holds nothing else."""
 
 SHOWN_TEXT = 150
 """Cost cap of a label list or typed answer in a line of the bridge's words (a submission)."""
 
 REPLIES = Replies(mention=mention, text=lambda text: fit(one_line(text), SHOWN_TEXT))
 """The answering layer's words, with Slack's mentions and escaping."""
+
+HEADER = 60
+"""Cap of a question's header (at most 12 characters, escaped: never cut)."""
+ASKER = 80
+"""Cap of the asker's name."""
+MAX_COST = 5
+"""The most one character of a model's text costs once escaped (``&`` is ``&amp;``)."""
 
 
 @dataclass(frozen=True)
@@ -67,12 +111,25 @@ class Caps:
     other: int
 
 
-LEVELS = (
-    Caps(question=1500, label=150, description=300, other=1000),
-    Caps(question=600, label=75, description=150, other=400),
-    Caps(question=250, label=60, description=75, other=150),
-    Caps(question=100, label=30, description=30, other=60),
+WHOLE = Caps(
+    question=MAX_COST * MAX_QUESTION_TEXT,
+    label=MAX_COST * MAX_LABEL,
+    description=MAX_COST * MAX_DESCRIPTION,
+    other=MAX_COST * MAX_TYPED,
 )
+"""The first level: nothing cut (no text the contract accepts costs more)."""
+TIGHTEST = Caps(question=500, label=60, description=60, other=300)
+"""The last level, which fits whatever the record (see the module docstring)."""
+LEVELS = (
+    WHOLE,
+    Caps(question=WHOLE.question, label=WHOLE.label, description=300, other=1000),
+    Caps(question=1500, label=150, description=150, other=600),
+    Caps(question=1000, label=100, description=100, other=400),
+    Caps(question=700, label=75, description=75, other=300),
+    TIGHTEST,
+)
+"""From the most generous to the tightest: descriptions and typed answers are shortened first,
+then the question texts and labels too."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +154,7 @@ def blocks_cost(blocks: Sequence[Block] | Message) -> int:
 
 
 def asker(record: AskRecord) -> str:
-    return fit(replies.asker(record), 80)
+    return fit(replies.asker(record), ASKER)
 
 
 def reminder_text(record: AskRecord, n: int) -> str:
@@ -119,19 +176,40 @@ def _is_dm(record: AskRecord) -> bool:
     return channel.startswith("D") or (dest.user is not None and not dest.channel)
 
 
-def render_message(record: AskRecord) -> Message:
-    """The message for the record's status, at the most generous level that fits the budget."""
-    for caps in LEVELS:
+def render_message(record: AskRecord, *, tightest: bool = False) -> Message:
+    """The message for the record's status, at the most generous level that fits; at the last
+    level at once with ``tightest`` (a retry after Slack refused a rendering)."""
+    levels = LEVELS[-1:] if tightest else LEVELS
+    for caps in levels[:-1]:
         message = _message(record, caps)
-        if blocks_cost(message) <= BLOCKS_BUDGET:
+        if fits(message):
             return message
-    return message  # the last level always fits; the hypothesis test holds us to that
+    return _message(record, levels[-1])  # fits whatever the record: see the module docstring
+
+
+def fits(message: Message) -> bool:
+    """Whether Slack takes ``message``: slack_sdk validates every block (``to_dict`` raises for a
+    section over 3,000, a button text over 75...), every text object holds at most 3,000
+    characters (a context element's, which slack_sdk does not count), and the block JSON is within
+    :data:`BLOCKS_BUDGET`."""
+    try:
+        wire = message.wire
+    except SlackObjectFormationError:
+        return False
+    longest = max((len(text) for block in wire for text in _texts(block)), default=0)
+    return longest <= TEXT_LIMIT and blocks_cost(message) <= BLOCKS_BUDGET
+
+
+def _texts(block: dict[str, Any]) -> list[str]:
+    """The texts of a block's text objects that can be long: its own, and its elements'."""
+    found = [block["text"]["text"]] if isinstance(block.get("text"), dict) else []
+    return found + [e["text"] for e in block.get("elements", ()) if e.get("type") == "mrkdwn"]
 
 
 def _message(record: AskRecord, caps: Caps) -> Message:
     rid = secrets.token_hex(3)  # fresh block ids on every render, so clients drop stale state
     status = record.status
-    blocks: list[Block] = [ContextBlock(block_id=f"{rid}.who", elements=[_intro(record, caps)])]
+    blocks: list[Block] = [ContextBlock(block_id=f"{rid}.who", elements=[_intro(record)])]
     questions = record.questions.questions
     answers = record.answers or ()
     for i, q in enumerate(questions):
@@ -159,7 +237,7 @@ def _message(record: AskRecord, caps: Caps) -> Message:
     return Message(text=_fallback(record), blocks=blocks)
 
 
-def _intro(record: AskRecord, caps: Caps) -> MarkdownTextObject:
+def _intro(record: AskRecord) -> MarkdownTextObject:
     verb = "asks" if record.status is AskStatus.PENDING else "asked"
     text = f"*{asker(record)}* {verb}"
     if record.answerers and record.status is AskStatus.PENDING:
@@ -171,7 +249,7 @@ def _intro(record: AskRecord, caps: Caps) -> MarkdownTextObject:
 
 def _question_text(q: Question, caps: Caps) -> str:
     hint = " _(choose any)_" if q.multiSelect else ""
-    return f"*{fit(one_line(q.header), 60)}* · {fit(q.question, caps.question)}{hint}"
+    return f"*{fit(one_line(q.header), HEADER)}* · {fit(q.question, caps.question)}{hint}"
 
 
 def _options_text(q: Question, caps: Caps, *, described: bool) -> str:
@@ -197,7 +275,7 @@ def _answer_text(answer: Answer, caps: Caps) -> str:
 
 
 def _buttons(ask_id: str, qi: int, q: Question, caps: Caps, rid: str) -> ActionsBlock:
-    label_cap = min(caps.label, 75)
+    label_cap = min(caps.label, CONTROL_TEXT)
     elements = [
         ButtonElement(
             text=PlainTextObject(text=fit(one_line(o.label), label_cap), emoji=False),
@@ -232,8 +310,10 @@ def form_view(record: AskRecord, meta: ids.ModalMeta) -> View:
         options = [
             Option(
                 value=str(oi),
-                text=PlainTextObject(text=fit(one_line(o.label), 75), emoji=False),
-                description=PlainTextObject(text=fit(one_line(o.description), 75), emoji=False),
+                text=PlainTextObject(text=fit(one_line(o.label), CONTROL_TEXT), emoji=False),
+                description=PlainTextObject(
+                    text=fit(one_line(o.description), CONTROL_TEXT), emoji=False
+                ),
             )
             for oi, o in enumerate(q.options)
         ]
@@ -279,7 +359,7 @@ def other_view(record: AskRecord, meta: ids.ModalMeta) -> View:
 
 def _modal_header(qi: int, q: Question) -> SectionBlock:
     """A question as a modal shows it: header in bold, then the full question text."""
-    text = f"*{fit(one_line(q.header), 60)}*\n{fit(q.question, 2500)}"
+    text = f"*{fit(one_line(q.header), HEADER)}*\n{fit(q.question, MODAL_QUESTION)}"
     return SectionBlock(block_id=ids.header_block(qi), text=MarkdownTextObject(text=text))
 
 

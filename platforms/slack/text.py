@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
 from bridge.text import ELLIPSIS, shown
 
+_ZWJ = "\u200d"
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,30}$")
 _GROUP_ID = re.compile(r"^S[A-Z0-9]{2,30}$")
 
@@ -30,21 +32,33 @@ def cost(text: str) -> int:
 
 
 def fit(text: str, limit: int) -> str:
-    """Escaped ``text`` whose :func:`cost` is at most ``limit``, cut with ``…`` if it had to be."""
-    cleaned = shown(text)
-    safe = escape(cleaned)
+    """Escaped ``text`` whose :func:`cost` is at most ``limit``, cut with ``…`` if it had to be.
+
+    The cut keeps the longest beginning that fits, found by halving (the cost of a beginning
+    grows with it, character by character, and an entity is never split). A cut inside an emoji
+    sequence drops a joiner left dangling before the ``…`` (it would join nothing, and show
+    nothing: :func:`bridge.text.visible` keeps one only between symbols)."""
+    cleaned, safe = _shown(text)
     if cost(safe) <= limit:
         return safe
     budget = limit - cost(ELLIPSIS)
-    kept: list[str] = []
-    for char in cleaned:
-        piece = escape(char)
-        step = cost(piece)
-        if step > budget:
-            break
-        kept.append(piece)
-        budget -= step
-    return "".join(kept).rstrip() + ELLIPSIS
+    kept, over = 0, len(cleaned)
+    while kept < over:
+        mid = (kept + over + 1) // 2
+        if cost(escape(cleaned[:mid])) <= budget:
+            kept = mid
+        else:
+            over = mid - 1
+    return escape(cleaned[:kept]).rstrip().removesuffix(_ZWJ) + ELLIPSIS
+
+
+@lru_cache(maxsize=512)
+def _shown(text: str) -> tuple[str, str]:
+    """``text`` as shown (:func:`bridge.text.shown`) and escaped. Kept for the texts seen last:
+    a message is tried at up to six levels of cuts, each fitting the same texts, and making one
+    visible takes a pass over its characters."""
+    cleaned = shown(text)
+    return cleaned, escape(cleaned)
 
 
 ANSWERER_RULE = "Slack answerers are user ids, U… or W…, and user group ids, S…"

@@ -3,12 +3,16 @@ Discord, for the real discord.py.
 
 REST (``/api/v10``): login (``/users/@me``, ``/oauth2/applications/@me``), ``/gateway/bot``, DM
 channels, channel messages (create, edit), interaction callbacks (``with_response``) and
-follow-ups. Everything is recorded. Anything Discord would reject is answered 400 with code 50035
-(over-long or empty texts, too many components or embeds, embed totals over 6000, custom_ids over
-100 or repeated, modals with more than five components, radio groups outside 2-10 options...);
-unknown channels 404 10003, unknown messages 404 10008, a second response to an interaction
-400 40060, a response after 3 s (:attr:`FakeDiscord.interaction_ttl`) 404 10062, a modal in
-answer to a modal 400 50035, a follow-up to an interaction never responded to 404 10015.
+follow-ups. Everything is recorded. Every request body is judged by
+:func:`conformance.discord_rules.check_request` -- the route's request schema in Discord's OpenAPI
+document and the documented limits it does not state, the very check the conformance tests
+make -- and one Discord would reject is answered as Discord answers it: 400
+``{"code": 50035, "message": "Invalid Form Body", "errors": {...}}`` with the nested path of each
+problem, and kept in :attr:`FakeDiscord.invalid` (the suite fails a test that sent one without
+saying it meant to: ``tests/discord/conftest.py``). Besides: an empty message 400 50006, unknown
+channels 404 10003, unknown messages 404 10008, a second response to an interaction 400 40060, a
+response after 3 s (:attr:`FakeDiscord.interaction_ttl`) 404 10062, a modal in answer to a modal
+400 50035, a follow-up to an interaction never responded to 404 10015.
 ``fail_next(route, ...)`` answers the next call on a route with any of Discord's errors, and
 ``click(..., answered_elsewhere=True)`` delivers a click that another process of the same bot
 has already responded to (Discord then answers this one's response 40060).
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import WSMsgType, web
+from conformance import discord_rules
 
 TOKEN = "fake-bot-token"
 APP_ID = "900000000000000001"
@@ -80,14 +85,50 @@ class Session:
     identified: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+STARTED: list[FakeDiscord] = []
+"""Every fake started in this process, in order: the suite checks those of each test."""
+
+
 class Rejected(Exception):
-    def __init__(self, status: int, code: int, message: str) -> None:
+    """An error answer: Discord's status, code and message, and for an invalid body its
+    ``errors`` tree (``invalid``: the request broke Discord's rules, not a scripted failure)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        *,
+        errors: dict[str, Any] | None = None,
+        invalid: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.errors, self.invalid = errors, invalid
+
+    def body(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"code": self.code, "message": self.message}
+        return found | ({"errors": self.errors} if self.errors is not None else {})
 
 
 def _bad(message: str) -> Rejected:
-    return Rejected(400, 50035, f"Invalid Form Body: {message}")
+    """An invalid request the schema cannot see (what it is depends on the interaction)."""
+    errors = {"_errors": [{"code": "INTERACTION_RESPONSE_INVALID", "message": message}]}
+    return Rejected(400, 50035, "Invalid Form Body", errors=errors, invalid=True)
+
+
+def conforms(method: str, path: str, body: dict[str, Any]) -> None:
+    """Refuse ``body`` as Discord would if it breaks Discord's rules (a route the document does
+    not know is left to the router's 404)."""
+    try:
+        problems = discord_rules.check_request(method, path, body)
+    except KeyError:
+        return
+    if problems:
+        refusal = discord_rules.refusal(problems)
+        raise Rejected(
+            400, refusal["code"], refusal["message"], errors=refusal["errors"], invalid=True
+        )
 
 
 @dataclass
@@ -97,6 +138,9 @@ class FakeDiscord:
     roles: dict[str, list[str]] = field(default_factory=dict)
     """User id -> role ids held in the guild."""
     calls: list[Call] = field(default_factory=list)
+    invalid: list[Call] = field(default_factory=list)
+    """The calls refused because they broke Discord's rules (400 50035, or 50006 for an empty
+    message), not because a test scripted a failure."""
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     interactions: dict[str, Interaction] = field(default_factory=dict)
     sessions: list[Session] = field(default_factory=list)
@@ -169,6 +213,7 @@ class FakeDiscord:
     # -- server ---------------------------------------------------------------------------
 
     async def start(self) -> FakeDiscord:
+        STARTED.append(self)
         self._changed = asyncio.Condition()
         self.users.setdefault(BOT_ID, "askbot")
         app = web.Application()
@@ -220,12 +265,19 @@ class FakeDiscord:
                 self.revoked or request.headers.get("Authorization") != f"Bot {TOKEN}"
             ) and not path.startswith(("/interactions/", "/webhooks/")):
                 raise Rejected(401, 0, "401: Unauthorized")
+            conforms(request.method, path, body)
             status, result = 200, self._route(request.method, path, body)
             if result is None:
                 status = 204
         except Rejected as exc:
-            status, result = exc.status, {"code": exc.code, "message": exc.message}
-        self.calls.append(Call(request.method, path, body, status, result))
+            status, result = exc.status, exc.body()
+            invalid = exc.invalid
+        else:
+            invalid = False
+        call = Call(request.method, path, body, status, result)
+        self.calls.append(call)
+        if invalid:
+            self.invalid.append(call)
         await self._notify()
         if status == 204:
             return web.Response(status=204)
@@ -316,7 +368,8 @@ class FakeDiscord:
         self, channel: str, body: dict[str, Any], *, author: str, flags: int = 0
     ) -> dict[str, Any]:
         self._channel_ok(channel)
-        check_message(body, creating=True)
+        if not (body.get("content") or body.get("embeds") or body.get("components")):
+            raise Rejected(400, 50006, "Cannot send an empty message", invalid=True)
         message = {
             "id": self.snowflake(),
             "channel_id": channel,
@@ -343,7 +396,6 @@ class FakeDiscord:
         return message
 
     def _edit(self, message: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-        check_message(body, creating=False)
         for key in ("content", "embeds", "components"):
             if key in body:
                 empty: Any = "" if key == "content" else []
@@ -376,15 +428,12 @@ class FakeDiscord:
         if kind == 9:
             if interaction.type == 5:
                 raise _bad("a modal cannot answer a modal submission")
-            check_modal(data)
         elif kind in (6, 7):
             if source is None:
                 raise _bad("no message to update")
             if kind == 7:
-                check_message(data, creating=False)
                 self._edit(self.messages[source["id"]], data)
         elif kind == 4:
-            check_message(data, creating=True)
             made = self._create(source["channel_id"] if source else CHANNEL, data, author=BOT_ID)
             interaction.payload["_original"] = made["id"]
             made["interaction_user"] = interaction.user
@@ -573,6 +622,24 @@ class FakeDiscord:
         answered_elsewhere: bool = False,
     ) -> Interaction:
         live = session or (await self.wait_sessions())[0]
+        interaction = self.interaction(user, kind, data, channel, message)
+        if answered_elsewhere:  # a deferred update, the least another process could have sent
+            interaction.responses.append({"type": 6})
+            interaction.responded_at = interaction.sent_at
+        await self._dispatch(live, "INTERACTION_CREATE", interaction.payload)
+        return interaction
+
+    def interaction(
+        self,
+        user: str,
+        kind: int,
+        data: dict[str, Any],
+        channel: str,
+        message: dict[str, Any] | None = None,
+    ) -> Interaction:
+        """An interaction from ``user`` (``kind`` 3 a click, 5 a modal submission) as Discord
+        would send it, known to the fake (so it judges the responses) but not dispatched: the
+        gateway events are built from it, and a test may hand its payload to discord.py."""
         interaction_id, token = self.snowflake(), f"tok{next(self._ids)}"
         payload: dict[str, Any] = {
             "id": interaction_id,
@@ -613,11 +680,7 @@ class FakeDiscord:
             payload["message"].pop("allowed_mentions", None)
             payload["message"].pop("interaction_user", None)
         interaction = Interaction(interaction_id, token, kind, user, payload, time.perf_counter())
-        if answered_elsewhere:  # a deferred update, the least another process could have sent
-            interaction.responses.append({"type": 6})
-            interaction.responded_at = interaction.sent_at
         self.interactions[interaction_id] = interaction
-        await self._dispatch(live, "INTERACTION_CREATE", payload)
         return interaction
 
     async def click(
@@ -716,6 +779,13 @@ def told_now(interaction: Interaction) -> str | None:
     return None
 
 
+def assert_conforming(fakes: list[FakeDiscord]) -> None:
+    """Fail if any of ``fakes`` refused a request as invalid (400 50035): the bot sent what
+    Discord would refuse."""
+    refused = [(c.method, c.path, c.response) for f in fakes for c in f.invalid]
+    assert not refused, f"Discord would refuse what the bot sent: {refused}"
+
+
 def dm_channel(user: str) -> str:
     return "6" + user[1:]
 
@@ -736,104 +806,3 @@ def _role(role_id: str, name: str, position: int) -> dict[str, Any]:
 
 def _ephemeral(message: dict[str, Any]) -> bool:
     return bool(int(message.get("flags") or 0) & 64)
-
-
-# -- what Discord refuses ----------------------------------------------------------------------
-
-
-def _length(value: Any, most: int, what: str, *, least: int = 0) -> None:
-    if value is None:
-        if least:
-            raise _bad(f"{what} is required")
-        return
-    if not isinstance(value, str):
-        raise _bad(f"{what} must be a string")
-    if not least <= len(value) <= most:
-        raise _bad(f"{what} must be {least}-{most} characters long (got {len(value)})")
-
-
-def check_message(body: dict[str, Any], *, creating: bool) -> None:
-    _length(body.get("content"), 2000, "content")
-    embeds = body.get("embeds") or []
-    if len(embeds) > 10:
-        raise _bad("at most 10 embeds")
-    total = 0
-    for embed in embeds:
-        _length(embed.get("title"), 256, "embed title")
-        _length(embed.get("description"), 4096, "embed description")
-        author = (embed.get("author") or {}).get("name")
-        footer = (embed.get("footer") or {}).get("text")
-        _length(author, 256, "embed author name")
-        _length(footer, 2048, "embed footer")
-        fields = embed.get("fields") or []
-        if len(fields) > 25:
-            raise _bad("at most 25 embed fields")
-        for f in fields:
-            _length(f.get("name"), 256, "field name", least=1)
-            _length(f.get("value"), 1024, "field value", least=1)
-        texts = [embed.get("title"), embed.get("description"), author, footer]
-        texts += [f.get("name") for f in fields] + [f.get("value") for f in fields]
-        total += sum(len(t) for t in texts if isinstance(t, str))
-    if total > 6000:
-        raise _bad(f"embeds total {total} characters, over 6000")
-    components = body.get("components") or []
-    if len(components) > 5:
-        raise _bad("at most 5 action rows")
-    seen: set[str] = set()
-    for row in components:
-        if row.get("type") != 1:
-            raise _bad("top-level message components must be action rows")
-        items = row.get("components") or []
-        if not 1 <= len(items) <= 5:
-            raise _bad("an action row holds 1 to 5 buttons")
-        for item in items:
-            if item.get("type") != 2:
-                raise _bad("only buttons are expected here")
-            _length(item.get("label"), 80, "button label", least=1)
-            _length(item.get("custom_id"), 100, "custom_id", least=1)
-            if item["custom_id"] in seen:
-                raise _bad("custom_ids must be unique")
-            seen.add(item["custom_id"])
-    if creating and not (body.get("content") or embeds or components):
-        raise Rejected(400, 50006, "Cannot send an empty message")
-
-
-def check_modal(data: dict[str, Any]) -> None:
-    _length(data.get("title"), 45, "modal title", least=1)
-    _length(data.get("custom_id"), 100, "modal custom_id", least=1)
-    components = data.get("components") or []
-    if not 1 <= len(components) <= 5:
-        raise _bad("a modal holds 1 to 5 components")
-    seen: set[str] = set()
-    for top in components:
-        if top.get("type") != 18:
-            raise _bad("modal components must be labels here")
-        _length(top.get("label"), 45, "label", least=1)
-        _length(top.get("description"), 100, "label description")
-        inner = top.get("component") or {}
-        _length(inner.get("custom_id"), 100, "custom_id", least=1)
-        if inner["custom_id"] in seen:
-            raise _bad("custom_ids must be unique")
-        seen.add(inner["custom_id"])
-        kind = inner.get("type")
-        if kind == 4:
-            if inner.get("label") is not None:
-                raise _bad("a text input in a label has no label of its own")
-            most = inner.get("max_length", 4000)
-            if not 1 <= most <= 4000:
-                raise _bad("max_length must be 1-4000")
-        elif kind in (21, 22):
-            options = inner.get("options") or []
-            least = 2 if kind == 21 else 1
-            if not least <= len(options) <= 10:
-                raise _bad(f"a group holds {least} to 10 options")
-            for o in options:
-                _length(o.get("label"), 100, "option label", least=1)
-                _length(o.get("value"), 100, "option value", least=1)
-                _length(o.get("description"), 100, "option description")
-            if kind == 22:
-                lo, hi = inner.get("min_values", 1), inner.get("max_values", len(options))
-                if not 0 <= lo <= hi <= len(options) or hi < 1:
-                    raise _bad("min_values/max_values out of range")
-        else:
-            raise _bad(f"unexpected component type {kind} in a modal")

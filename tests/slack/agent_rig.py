@@ -6,7 +6,7 @@ sync OpenAI loop, chatlas's ``chat()``, LangChain's ``invoke()``) and an async o
 drive it alike: the teammate's answers are scheduled with :meth:`Rig.answer`, which returns at
 once and clicks in the background when the question shows up in the fake Slack. The agent side
 is built with :meth:`Rig.handler`: a :class:`~bridge.asking.ChatHandler` over the Slack poster and
-a Redis store of the agent's own, as the README's Quick start builds it.
+a Redis store of the agent's own, as docs/tool-contract.md (Asking in a chat) builds it.
 """
 
 from __future__ import annotations

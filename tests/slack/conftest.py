@@ -1,13 +1,20 @@
-"""Fixtures for the Slack suite: the fake Web API, a real Redis, the Bolt app over real HTTP."""
+"""Fixtures for the Slack suite: the fake Web API, a real Redis, the Bolt app over real HTTP.
+
+Every request a test's fakes receive is judged by Slack's rules (:mod:`conformance.slack_rules`):
+one Slack would refuse fails the test, unless the test is marked
+``@pytest.mark.slack_refusals("error", ...)`` with each refusal it sends on purpose (and then
+each must happen).
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
-from fake_slack import BOT_TOKEN, FakeSlack
+from conformance.slack_rules import describe
+from fake_slack import BOT_TOKEN, CREATED, FakeSlack
 from payloads import SIGNING_SECRET
 from redis_server import RedisServer
 from slack_harness import Bolt
@@ -18,6 +25,32 @@ from platforms.slack.app import build_app
 from platforms.slack.client import make_client
 from platforms.slack.http import events_route
 from platforms.slack.poster import SlackPoster
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "slack_refusals(*errors): the test sends requests the fake Slack refuses for their shape, "
+        "with these errors, on purpose",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _slack_requests_conform(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test if any fake Slack made during it received a request Slack would refuse
+    for its shape (parameters, blocks, view), other than those its marker expects."""
+    CREATED.clear()
+    yield
+    marker = request.node.get_closest_marker("slack_refusals")
+    expected = set(marker.args) if marker is not None else set()
+    invalid = [call for fake in CREATED for call in fake.invalid()]
+    CREATED.clear()
+    unexpected = [c for c in invalid if c.refused is not None and c.refused.error not in expected]
+    assert not unexpected, "requests Slack would refuse:\n" + "\n".join(
+        f"{c.method}: {describe(c.refused)}" for c in unexpected
+    )
+    seen = {c.refused.error for c in invalid if c.refused is not None}
+    assert expected <= seen, f"refusals expected but not sent: {sorted(expected - seen)}"
 
 
 @pytest.fixture
@@ -37,7 +70,7 @@ async def store(redis_srv: RedisServer) -> AsyncIterator[RedisStore]:
 @pytest.fixture
 async def bolt(fake: FakeSlack, store: RedisStore) -> AsyncIterator[Bolt]:
     client = make_client(BOT_TOKEN, fake.url)
-    app, interactions = build_app(store, client, signing_secret=SIGNING_SECRET)
+    app, interactions = build_app(store, client)
     server = HttpServer([events_route(app, SIGNING_SECRET)], "127.0.0.1", 0)
     await server.start()
     async with aiohttp.ClientSession() as session:

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from aiohttp import WSMsgType, web
+from conformance.slack_rules import describe, response_problems
 
 
 class FakeSocketMode:
@@ -59,7 +60,8 @@ class FakeSocketMode:
         return ws
 
     async def send(self, payload: dict[str, Any], within: float = 30.0) -> dict[str, Any]:
-        """Push an interactive envelope; returns the app's ack (must come within ``within``)."""
+        """Push an interactive envelope; returns the app's ack (must come within ``within``, and
+        carry nothing Slack would refuse: :func:`conformance.slack_rules.response_problems`)."""
         await asyncio.wait_for(self.connected.wait(), 30)
         assert self._ws is not None
         envelope_id = f"env-{next(self._ids)}"
@@ -75,4 +77,7 @@ class FakeSocketMode:
                 "payload": payload,
             }
         )
-        return await asyncio.wait_for(waiter, within)
+        ack = await asyncio.wait_for(waiter, within)
+        problems = response_problems(ack.get("payload"))
+        assert not problems, describe(problems)  # an answer Slack would refuse fails the test
+        return ack

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from conformance.slack_rules import describe, response_problems
 from fake_slack import FakeSlack
 from payloads import SIGNING_SECRET, form_body, signed
 
@@ -19,6 +21,14 @@ from platforms.slack.http import EVENTS_PATH
 from platforms.slack.poster import SlackPoster
 
 CHANNEL = "C0GENERAL"
+
+
+def assert_response_conforms(text: str) -> None:
+    """An app's answer to an interaction (empty, or JSON with a ``response_action``) is one Slack
+    takes."""
+    if text.strip():
+        problems = response_problems(json.loads(text))
+        assert not problems, describe(problems)
 
 
 @dataclass
@@ -39,10 +49,15 @@ class Bolt:
     async def send(
         self, payload: dict[str, Any], *, secret: str = SIGNING_SECRET, at: float | None = None
     ) -> tuple[int, str]:
+        """Deliver ``payload`` as Slack would; the app's status and body. An answer that Slack
+        would refuse (a modal ``response_action`` with an invalid view) fails the test."""
         body = form_body(payload)
         headers = signed(body, secret=secret, at=at)
         async with self.session.post(self.url, data=body, headers=headers) as resp:
-            return resp.status, await resp.text()
+            status, text = resp.status, await resp.text()
+        if status == 200:
+            assert_response_conforms(text)
+        return status, text
 
     async def ask(
         self,

@@ -625,7 +625,7 @@ async def test_a_turns_question_calls_are_decided_one_after_the_other(tmp_path: 
 async def test_after_a_resume_a_deferral_beside_another_call_loses_its_answer(
     tmp_path: Path,
 ) -> None:
-    """A Claude Code 2.1.332 limit the README states (why the refusal asks for one call, alone in
+    """A Claude Code 2.1.332 limit the docs state (why the refusal asks for one call, alone in
     its turn): in a session resumed from disk, a deferred call beside another call of its turn --
     here a second AskUserQuestion the hook refused -- does not come back. The next resume
     replays it and the hook allows it with the answers, but Claude Code has already closed it as

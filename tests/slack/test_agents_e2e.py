@@ -4,7 +4,7 @@ Each test points a framework's real client -- the ``openai`` and ``anthropic`` S
 pydantic-ai, LangChain's chat models in a LangGraph graph, the OpenAI Agents SDK -- at the scripted
 model server (``tests/model_server.py``: Chat Completions, Responses and Anthropic Messages on
 127.0.0.1, streamed or not as the client asks). The model calls ``ask_user`` with a question whose
-text holds a marker of the test's own; the tool asks through the README Quick start's Slack
+text holds a marker of the test's own; the tool asks through docs/tool-contract.md's Slack
 ``ChatHandler`` over real Redis (``agent_rig.py``); a teammate answers by a signed click sent to
 ``ask-bridge serve``; and the model's next turn says what it read. So each test sees, over real
 sockets, what a user's agent would:

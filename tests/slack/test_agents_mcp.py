@@ -3,7 +3,7 @@ or ``--http`` on 127.0.0.1) configured for Slack over the rig's Redis, so its qu
 fake Slack and the rig's ``serve`` takes the teammate's signed clicks.
 
 With a shared store the server does not receive clicks itself, so a call whose ``--wait`` runs out
-returns the deferred result with the ask id (the README's MCP section); the host then gets the
+returns the deferred result with the ask id (docs/frameworks.md, MCP server); the host then gets the
 outcome from the answers feed or ``ask-bridge wait ASK_ID``. Every result is checked as the client
 receives it: the content text, ``structuredContent`` and ``isError``.
 """

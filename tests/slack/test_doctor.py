@@ -1,6 +1,7 @@
 """``ask-bridge doctor`` against the fakes and real Redis: exit 0 only when all is fine, and a
 row saying what to fix for an evicting Redis, a Redis without persistence, a refused token, a
-missing scope, a channel the bot is not in."""
+missing scope, a channel the bot is not in or an answer from something other than Slack, and a
+bad setting (the logging ones too)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import SIGNING_SECRET
 from procs import cli_env
@@ -89,11 +91,55 @@ async def test_a_refused_token_a_missing_scope_and_channel_and_redis_down(
     assert status == 1
     assert rows["store"].startswith("note")  # no REDIS_URL: fine for one process
     assert rows["slack scopes"] == "FIX   missing chat:write"
-    assert rows["slack channel C0SECRET"].startswith("FIX")
+    assert rows["slack channel C0SECRET"] == (
+        "FIX   Slack refused conversations.info: channel_not_found (no such channel, or a private "
+        "one the bot is not in: check the channel id, and invite the bot with /invite @your-bot)"
+    )
 
 
-async def test_a_bad_setting_is_a_row(fake: FakeSlack, tmp_path: Path) -> None:
-    env = {**slack_env(fake, ""), "ASK_BRIDGE_RETENTION": "abc"}
+@pytest.mark.parametrize(
+    ("variable", "value", "row", "said"),
+    [
+        ("ASK_BRIDGE_RETENTION", "abc", "engine settings", "invalid setting ASK_BRIDGE_RETENTION"),
+        ("LOG_LEVEL", "loud", "log settings", "invalid setting LOG_LEVEL: use one of DEBUG, INFO"),
+    ],
+)
+async def test_a_bad_setting_is_a_row(
+    fake: FakeSlack, tmp_path: Path, variable: str, value: str, row: str, said: str
+) -> None:
+    """Every bad setting, the logging ones too (which every other command stops at): a row of
+    the table, the other checks still made."""
+    env = {**slack_env(fake, ""), variable: value}
     status, rows = await doctor(tmp_path, env)
-    assert status == 1 and rows["engine settings"].startswith("FIX")
-    assert "ASK_BRIDGE_RETENTION" in rows["engine settings"]
+    assert status == 1 and rows[row].startswith(f"FIX   {said}"), rows
+    assert rows["slack token"].startswith("ok")
+
+
+async def test_an_answer_that_is_no_slack_answer_is_named_as_such(tmp_path: Path) -> None:
+    """A proxy's error page where Slack's JSON should be: the row says what answered and where
+    to look, not ``None``."""
+
+    async def api(request: web.Request) -> web.Response:
+        if request.match_info["method"] == "auth.test":
+            body = {"ok": True, "user_id": "UBOT0001", "team": "Fake"}
+            return web.json_response(body, headers={"x-oauth-scopes": "chat:write"})
+        return web.Response(status=502, text="<html>Bad Gateway</html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_route("*", "/api/{method}", api)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/api/"
+    try:
+        env = cli_env(
+            SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=url
+        )
+        status, rows = await doctor(tmp_path, env, "--channel", CHANNEL)
+    finally:
+        await runner.cleanup()
+    assert status == 1
+    assert rows[f"slack channel {CHANNEL}"] == (
+        "FIX   Slack's API answered conversations.info with HTTP 502 and no Slack error: check "
+        "SLACK_API_URL and any proxy on the way"
+    )

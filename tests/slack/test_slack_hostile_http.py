@@ -2,7 +2,8 @@
 
 Anyone who can reach the URL can send anything. Unsigned or forged requests get 401 whatever
 their body, signed requests Bolt could not take get 400, and none of it ends in a 500 or a
-traceback; a flood of refusals is logged as a few lines, not one per request.
+traceback; a flood of refusals is logged as a few lines, not one per request. Each request is
+verified once (slack_sdk's verifier, not again inside Bolt), before anything parses it.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from payloads import SIGNING_SECRET, block_actions, form_body, signed, view_subm
 from procs import Serve, cli_env
 from samples import q
 from slack_harness import Bolt
+from slack_sdk.signature import SignatureVerifier
 
 from bridge.http_server import LOG_EVERY
 from bridge.record import AskStatus
+from platforms.slack import http
 from platforms.slack.http import form_value
 
 GARBAGE: list[bytes] = [
@@ -33,11 +36,12 @@ GARBAGE: list[bytes] = [
     b"payload=123",
     b"payload=%5B%5D",  # []
     b"{bad",
-    b"\xff\xfe\x00garbage",  # not UTF-8
+    b"payload=%FF%FE",  # a form whose value is not UTF-8
     b"",
     b"payload=%7B%7D",  # {} (no type)
     b"payload=1&payload=2",
 ]
+NOT_UTF8 = b"\xff\xfe\x00garbage"
 
 
 def sign_bytes(body: bytes, *, at: float | None = None) -> dict[str, str]:
@@ -60,7 +64,7 @@ def no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
     assert bad == [], [r.getMessage() for r in bad]
 
 
-@pytest.mark.parametrize("body", GARBAGE)
+@pytest.mark.parametrize("body", [*GARBAGE, NOT_UTF8])
 async def test_unsigned_garbage_is_401_without_a_traceback(
     bolt: Bolt, body: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -87,6 +91,42 @@ async def test_signed_garbage_is_400_without_a_traceback(
     caplog.set_level(logging.DEBUG)
     assert await post(bolt, body, sign_bytes(body)) == 400
     no_tracebacks(caplog)
+
+
+async def test_a_body_that_is_not_utf8_is_401_even_signed(
+    bolt: Bolt, caplog: pytest.LogCaptureFixture
+) -> None:
+    """slack_sdk's verifier reads the body as UTF-8, and Slack sends nothing else: bytes that are
+    not UTF-8 cannot be a request Slack signed, whatever their signature says."""
+    caplog.set_level(logging.DEBUG)
+    assert await post(bolt, NOT_UTF8, sign_bytes(NOT_UTF8)) == 401
+    no_tracebacks(caplog)
+
+
+async def test_a_request_is_verified_once_before_it_is_parsed(
+    bolt: Bolt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every signature check slack_sdk's verifier makes (the route's, and Bolt's own if it were
+    on) and the route's parsing of the body, in order, for one click: one check, then the
+    parse."""
+    record = await bolt.ask([q("Deploy now?", "Deploy", ["yes", "no"])])
+    seen: list[str] = []
+    check, parse = SignatureVerifier.is_valid, http.read_payload
+
+    def counted_check(verifier: SignatureVerifier, *args: Any, **kwargs: Any) -> bool:
+        seen.append("verify")
+        return check(verifier, *args, **kwargs)
+
+    def counted_parse(*args: Any) -> tuple[str | None, dict[str, Any] | None]:
+        seen.append("parse")
+        return parse(*args)
+
+    monkeypatch.setattr(SignatureVerifier, "is_valid", counted_check)
+    monkeypatch.setattr(http, "read_payload", counted_parse)
+    status, _ = await bolt.send(block_actions(bolt.fake, *_where(record), "U0ALICE", "askb:pick:"))
+    assert status == 200
+    assert seen == ["verify", "parse"]
+    await bolt.fake.wait_for("chat.update")  # the click was handled, not only acknowledged
 
 
 def odd_shapes(bolt: Bolt, record: Any, view_id: str) -> list[dict[str, Any]]:

@@ -508,7 +508,7 @@ async def test_slow_preparation_opens_a_loading_modal_first(
     fake: FakeSlack, store: RedisStore
 ) -> None:
     client = make_client(BOT_TOKEN, fake.url)
-    app, _ = build_app(store, client, signing_secret=SIGNING_SECRET, fast_path=0.0)
+    app, _ = build_app(store, client, fast_path=0.0)
     server = HttpServer([events_route(app, SIGNING_SECRET)], "127.0.0.1", 0)
     await server.start()
     try:
@@ -528,7 +528,7 @@ async def test_store_down_during_a_click(fake: FakeSlack, tmp_path: Path) -> Non
     with redis_server(tmp_path / "r", appendonly=True) as srv:
         store = RedisStore.from_url(srv.url, prefix=f"t{uuid.uuid4().hex[:8]}")
         client = make_client(BOT_TOKEN, fake.url)
-        app, _ = build_app(store, client, signing_secret=SIGNING_SECRET, store_timeout=0.5)
+        app, _ = build_app(store, client, store_timeout=0.5)
         server = HttpServer([events_route(app, SIGNING_SECRET)], "127.0.0.1", 0)
         await server.start()
         try:

@@ -9,7 +9,14 @@ import time
 from typing import Any
 
 import pytest
-from fake_slack import BLOCKS_JSON_LIMIT, check_blocks, check_message, check_view
+from conformance.slack_rules import (
+    BLOCKS_JSON,
+    MESSAGE_BLOCKS,
+    block_problems,
+    describe,
+    message_refusal,
+    view_refusal,
+)
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -114,8 +121,9 @@ def check_all(qs: QuestionSet, other: str, user: str) -> None:
     for record in statuses(qs, other, user):
         message = render_message(record)
         dicts = block_dicts(message)  # raises SlackObjectFormationError if invalid
-        assert blocks_cost(message.blocks) <= BLOCKS_BUDGET < BLOCKS_JSON_LIMIT
-        assert check_message({"text": message.text, "blocks": dicts}) is None
+        assert blocks_cost(message.blocks) <= BLOCKS_BUDGET < BLOCKS_JSON.most
+        refused = message_refusal(message.text, dicts)
+        assert refused is None, describe(refused)
         assert_inert(json.dumps(dicts, ensure_ascii=False) + message.text)
     pending = statuses(qs, other, user)[0]
     meta = ids.ModalMeta(pending.id, channel="C1", thread="1.2")
@@ -126,7 +134,8 @@ def check_all(qs: QuestionSet, other: str, user: str) -> None:
     ]
     for view in views:
         as_dict = view.to_dict()
-        assert check_view(as_dict)[1] is None
+        refused = view_refusal(as_dict)
+        assert refused is None, describe(refused)
         assert_inert(json.dumps(as_dict["blocks"], ensure_ascii=False))
 
 
@@ -195,8 +204,8 @@ def test_the_most_submissions_at_maximum_length_fit() -> None:
     record = record_for(qs, required=50, submissions=subs)
     message = render_message(record)
     dicts = block_dicts(message)
-    assert blocks_cost(message.blocks) <= BLOCKS_BUDGET < BLOCKS_JSON_LIMIT
-    assert check_message({"text": message.text, "blocks": dicts}) is None
+    assert blocks_cost(message.blocks) <= BLOCKS_BUDGET < BLOCKS_JSON.most
+    assert message_refusal(message.text, dicts) is None
     raw = json.dumps(dicts, ensure_ascii=False)
     assert_inert(raw)  # the bridge's own mentions of the people who submitted stay real
     (listing,) = [b for b in dicts if b["block_id"].endswith(".subs")]
@@ -257,7 +266,7 @@ def test_rerenders_use_fresh_block_ids() -> None:
     first = {b["block_id"] for b in block_dicts(render_message(record))}
     second = {b["block_id"] for b in block_dicts(render_message(record))}
     assert first.isdisjoint(second)
-    assert check_blocks(block_dicts(render_message(record))) is None
+    assert block_problems(block_dicts(render_message(record)), "/blocks", MESSAGE_BLOCKS) == []
 
 
 INVISIBLE = [

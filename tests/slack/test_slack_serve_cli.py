@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -90,7 +91,13 @@ async def test_serve_serves_every_configured_platform_and_stops_on_a_signal(
     serve = await Serve(env).start()  # no --platform: every configured one
     try:
         (ready,) = [line for line in serve.log if "ready" in line]
-        assert "ask-bridge serve: ready (slack)" in ready
+        # a log record in LOG_FORMAT (JSON off a terminal), as every line around it is
+        said = json.loads(ready)
+        assert (said["level"], said["logger"], said["message"]) == (
+            "INFO",
+            "bridge.cli.serve",
+            "ready (slack)",
+        )
         async with aiohttp.ClientSession() as session:
             health = serve.url.replace("/slack/events", "/healthz")  # the same one server
             async with session.get(health) as resp:
@@ -110,7 +117,7 @@ async def test_serve_restricted_to_a_named_platform(fake: FakeSlack) -> None:
     serve = await Serve(env, ("--platform", "slack", "--platform", "slack")).start()
     await serve.stop()
     assert serve.returncode == 0
-    assert [line for line in serve.log if "ask-bridge serve: ready (slack)" in line]
+    assert [line for line in serve.log if '"message": "ready (slack)"' in line]
 
 
 def full_pipe() -> tuple[int, int]:

@@ -1,6 +1,7 @@
 """Slack at start: a refused token stops a command in one line (not a retry loop, not a `ready`
-that fails later), an unreachable API is retried briefly and logged once, a busy port is one
-line, and Bolt's warning about the unused token is gone."""
+that fails later), and a token of the wrong kind or a missing secret before any call; an
+unreachable API is retried briefly and logged once; a busy port or one out of range is one line,
+a post Slack refuses too; and Bolt's warning about the unused token is gone."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import logging
 import socket
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 from fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 from payloads import SIGNING_SECRET
 from procs import Serve, cli_env
+from redis_server import RedisServer
 
 from bridge.platform import PlatformUnavailable
 from platforms.slack.client import make_client
@@ -30,6 +33,12 @@ async def run_cli(cwd: Path, env: dict[str, str], *args: str) -> tuple[int, str]
     )  # fmt: skip
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     return proc.returncode or 0, err.decode()
+
+
+QUESTIONS = (
+    '[{"question": "Which?", "header": "Which", "multiSelect": false, "options": '
+    '[{"label": "a", "description": "a"}, {"label": "b", "description": "b"}]}]'
+)
 
 
 def the_line(err: str, command: str) -> str:
@@ -55,10 +64,7 @@ async def test_http_mode_serve_with_a_refused_token_exits_1_naming_it(
 async def test_socket_mode_ask_with_a_refused_app_token_exits_1_naming_it(
     fake: FakeSlack, tmp_path: Path
 ) -> None:
-    (tmp_path / "q.json").write_text(
-        '[{"question": "Which?", "header": "Which", "multiSelect": false, "options": '
-        '[{"label": "a", "description": "a"}, {"label": "b", "description": "b"}]}]'
-    )
+    (tmp_path / "q.json").write_text(QUESTIONS)
     env = cli_env(SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_APP_TOKEN="xapp-wrong", SLACK_API_URL=fake.url)
     status, err = await run_cli(tmp_path, env, "ask", "--channel", "C0GENERAL", "q.json")
     assert status == 1
@@ -93,6 +99,87 @@ async def test_serve_on_a_busy_port_is_one_line(fake: FakeSlack, tmp_path: Path)
         status, err = await run_cli(tmp_path, env, "serve", "--port", str(port))
     assert status == 1
     assert f"cannot listen on 127.0.0.1:{port}" in the_line(err, "serve")
+
+
+async def test_serve_on_a_port_out_of_range_is_one_line(fake: FakeSlack, tmp_path: Path) -> None:
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=fake.url
+    )
+    status, err = await run_cli(tmp_path, env, "serve", "--port", "99999")
+    assert status == 1
+    assert err.splitlines() == [
+        "ask-bridge serve: argument --port: expected a port number from 0 to 65535, not '99999' "
+        "(see ask-bridge serve --help)"
+    ]
+    assert not fake.calls  # refused as the command line is read
+
+
+WRONG_SETTINGS = {
+    "a word": (
+        {"SLACK_BOT_TOKEN": "hello"},
+        "Slack settings are invalid: SLACK_BOT_TOKEN is not a Slack bot token: set the app's Bot "
+        "User OAuth Token (xoxb-), under OAuth & Permissions",
+    ),
+    "a user token": (
+        {"SLACK_BOT_TOKEN": "xoxp-1-2-3"},
+        "Slack settings are invalid: SLACK_BOT_TOKEN is a user token (xoxp-), which posts as the "
+        "person who installed the app: set the app's Bot User OAuth Token (xoxb-), under OAuth & "
+        "Permissions",
+    ),
+    "a trailing space": (
+        {"SLACK_BOT_TOKEN": BOT_TOKEN + " "},
+        "Slack settings are invalid: SLACK_BOT_TOKEN has a space or line break in it: set it to "
+        "the token alone",
+    ),
+    "the bot token as the app token": (
+        {"SLACK_APP_TOKEN": BOT_TOKEN},
+        "Slack settings are invalid: SLACK_APP_TOKEN is the bot token (xoxb-), which belongs in "
+        "SLACK_BOT_TOKEN: Socket Mode needs an app-level token (xapp-) with the "
+        "connections:write scope, under Basic Information > App-Level Tokens",
+    ),
+    "no signing secret in HTTP mode": (
+        {"SLACK_SIGNING_SECRET": ""},
+        "Slack is not configured: set SLACK_SIGNING_SECRET to verify HTTP interactions (or set "
+        "SLACK_APP_TOKEN for Socket Mode)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("variables", "said"), WRONG_SETTINGS.values(), ids=list(WRONG_SETTINGS))
+async def test_a_wrong_token_or_a_missing_secret_stops_serve_before_any_call(
+    fake: FakeSlack, tmp_path: Path, variables: dict[str, str], said: str
+) -> None:
+    """What is wrong locally is said at once, naming the variable and what to set: not after
+    ``auth.test`` was refused, or -- Slack out of reach -- after seconds of retries."""
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=fake.url
+    )
+    env.update(variables)
+    status, err = await run_cli(tmp_path, env, "serve", "--port", "0")
+    assert status == 1
+    assert the_line(err, "serve") == f"ask-bridge serve: {said}"
+    assert not fake.calls
+
+
+async def test_a_post_slack_refuses_is_one_line_naming_the_fix(
+    fake: FakeSlack, standalone: RedisServer, tmp_path: Path
+) -> None:
+    """A channel the bot cannot post in: Slack's error and what to do about it, in ``ask``'s
+    one line (not slack_sdk's URL and the response's dict repr), exit status 1."""
+    fake.missing_channels.add("C0NOWHERE")
+    (tmp_path / "q.json").write_text(QUESTIONS)
+    env = cli_env(
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_API_URL=fake.url, REDIS_URL=standalone.url,
+        ASK_BRIDGE_KEY_PREFIX=f"refused{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    status, err = await run_cli(tmp_path, env, "ask", "--channel", "C0NOWHERE", "q.json")
+    assert status == 1
+    assert err.splitlines() == [
+        "ask-bridge ask: could not show the questions in slack: Slack refused chat.postMessage: "
+        "channel_not_found (no such channel, or a private one the bot is not in: check the "
+        "channel id, and invite the bot with /invite @your-bot). Nobody saw them; continue "
+        "without the answers or try again later."
+    ]
 
 
 async def test_a_good_start_has_no_bolt_token_warning(fake: FakeSlack) -> None:

@@ -1,0 +1,1 @@
+"""Conformance checks: what the bridge sends, judged by the platforms' own specifications."""
