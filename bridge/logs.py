@@ -33,8 +33,10 @@ import time
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bridge.settings_error import SettingsError, one_line
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -76,11 +78,8 @@ class LogSettings(BaseSettings):
 
 @cache
 def settings() -> LogSettings:
-    """The logging settings, read once (a bad value: :class:`bridge.settings.SettingsError`)."""
-    from pydantic import ValidationError
-
-    from bridge.settings import SettingsError, one_line
-
+    """The logging settings, read once (a bad value: :class:`~bridge.settings_error.SettingsError`,
+    raised as every bad setting is)."""
     try:
         return LogSettings()
     except ValidationError as exc:

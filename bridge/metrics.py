@@ -22,6 +22,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
 from bridge.record import AskRecord, MessageRef
+from bridge.store.base import FEED_OBSERVERS
 
 log = logging.getLogger("bridge.lifecycle")
 _P = ParamSpec("_P")
@@ -172,12 +173,16 @@ def resumed(record: AskRecord) -> None:
 def handed_to_feed(ask: AskRecord | str) -> None:
     """The answer of ``ask`` (a record, or only its id where the store knows no more) was put on
     the answers feed: a deferred ask ended, or nobody held the lease when it was answered. Logged
-    by the process that put it there."""
+    by the process that put it there, as the store tells it: subscribed below to
+    :data:`bridge.store.base.FEED_OBSERVERS` when this module is imported."""
     if isinstance(ask, AskRecord):
         step("handed_to_feed", ask, outcome="to the feed")
         return
     fields = {"ask_id": ask, "step": "handed_to_feed", "outcome": "to the feed"}
     log.info("ask %s handed_to_feed (to the feed)", ask, extra={"fields": fields})
+
+
+FEED_OBSERVERS.append(handed_to_feed)  # the store tells each hand-off; it never imports this
 
 
 def deferred(record: AskRecord) -> None:

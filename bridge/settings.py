@@ -7,7 +7,9 @@ nothing survives a restart); set it to share asks between replicas. URL forms:
 
 A bad setting is refused when the settings are read, as a :class:`SettingsError` whose message is
 one line naming each bad variable (never its value, which may hold a password, except for the key
-prefix), so a command can print it and stop before it touches Redis.
+prefix), so a command can print it and stop before it touches Redis. It and its ``one_line``
+live in the leaf :mod:`bridge.settings_error` (so the logging and webhook settings raise it
+without importing these, and with them the store) and are importable from here as ever.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bridge.settings_error import SettingsError as SettingsError
+from bridge.settings_error import one_line as one_line
+from bridge.store import opening
 from bridge.store.base import DEFAULT_LEASE_TTL, DEFAULT_RETENTION, Store
 from bridge.store.keys import DEFAULT_PREFIX
-from bridge.store.memory import MemoryStore
-from bridge.store.redis import RedisStore
 from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS
 
 KEY_PREFIX_ENV = "ASK_BRIDGE_KEY_PREFIX"
@@ -58,18 +61,6 @@ def redacted(url: str) -> str:
         netloc = f"{user}:***@{hosts}" if colon else f"***@{hosts}"
     query = re.sub(r"(password=)[^&]*", r"\1***", parts.query)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-class SettingsError(ValueError):
-    """An invalid setting in the environment; the message is one line naming the variable(s)."""
-
-
-def one_line(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        name = ".".join(str(part) for part in error["loc"]) or "settings"
-        problems.append(f"{name}: {error['msg'].removeprefix('Value error, ')}")
-    return "invalid setting " + "; ".join(problems)
 
 
 class EngineSettings(BaseSettings):
@@ -137,18 +128,14 @@ class ChatRouteSettings(BaseSettings):
 
 
 def open_store(settings: EngineSettings | None = None) -> Store:
-    """``RedisStore`` when ``REDIS_URL`` is set, else a fresh ``MemoryStore``."""
+    """``RedisStore`` when ``REDIS_URL`` is set, else a fresh ``MemoryStore``: the settings read
+    here, the store built where the stores live (:func:`bridge.store.opening.open_store`)."""
     settings = settings or EngineSettings()
-    if not settings.redis_url:
-        return MemoryStore(retention=settings.retention, lease_ttl=settings.lease_ttl)
-    url = settings.redis_url
-    if settings.redis_cluster and "+cluster" not in url.split("://", 1)[0]:
-        scheme, rest = url.split("://", 1)
-        url = f"{scheme}+cluster://{rest}"
-    return RedisStore.from_url(
-        url,
-        max_connections=settings.max_connections,
+    return opening.open_store(
+        settings.redis_url,
+        cluster=settings.redis_cluster,
         prefix=settings.key_prefix,
         retention=settings.retention,
         lease_ttl=settings.lease_ttl,
+        max_connections=settings.max_connections,
     )

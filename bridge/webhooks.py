@@ -78,7 +78,7 @@ from bridge.aio import stop
 from bridge.feed import outcome_payload
 from bridge.logs import StateLog
 from bridge.record import AskRecord
-from bridge.settings import SettingsError, one_line
+from bridge.settings_error import SettingsError, one_line
 from bridge.store.base import Delivery, Store, StoreUnavailable
 
 if TYPE_CHECKING:

@@ -156,6 +156,9 @@ def _show(args: argparse.Namespace) -> int:
 
 def _cancel(args: argparse.Namespace) -> int:
     async def go(store: Any, args: argparse.Namespace) -> int:
+        # a deferred ask cancelled is handed to the answers feed: logged as every hand-off is,
+        # by the metrics the store tells (they subscribe as they are imported)
+        import bridge.metrics  # noqa: F401
         from bridge.record import AskStatus
 
         # close() also returns an ask cancelled before (so a retry can re-render it): ask first

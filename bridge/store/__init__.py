@@ -1,7 +1,9 @@
 """Pending-ask stores: the contract (:mod:`.base`) and its two backends.
 
 ``MemoryStore`` is the embedded default (one process); ``RedisStore`` is shared by any number of
-processes. :func:`bridge.settings.open_store` picks one from the environment (``REDIS_URL``).
+processes. :func:`bridge.store.opening.open_store` builds the one a URL names;
+:func:`bridge.settings.open_store`, the one ``REDIS_URL`` names. The store imports nothing above
+it: what it knows that others log, it tells (:data:`bridge.store.base.FEED_OBSERVERS`).
 ``RedisStore`` is imported on first use, so code that only needs the contract or the memory store
 never loads redis-py.
 """

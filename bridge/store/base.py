@@ -75,7 +75,24 @@ CREATION_FIELDS = frozenset(
 """The fields of a record fixed by :meth:`Store.create` (``deferred`` as created): a repeated
 create with equal values is the same ask, one with other values a :class:`DuplicateAsk`."""
 
+FEED_OBSERVERS: list[Callable[[AskRecord | str], None]] = []
+"""Called with every ask this process puts on the answers feed: its record, or only its id where
+the backend holds no more (Redis hands an ask over by id). A hand-off is decided inside a backend
+(the memory store's lock, ``ask.lua``), so the store tells it as it happens instead of returning
+it through every operation that may cause it (submit, close, release, a sweep); and it tells it
+here, importing nothing above it: :mod:`bridge.metrics` subscribes its ``handed_to_feed`` log
+line when it is imported, as it is by every module that drives asks (asking, answering, sweeper,
+runtime)."""
+
 _KIND = re.compile(r"^[a-z][a-z_]{0,31}$")
+
+
+def tell_handed_to_feed(ask: AskRecord | str) -> None:
+    """Tell each of :data:`FEED_OBSERVERS` that ``ask`` was put on the answers feed: called by a
+    backend right where it puts it there, so each hand-off is told once, by the process that made
+    it."""
+    for observe in FEED_OBSERVERS:
+        observe(ask)
 
 
 def check_event_kind(kind: str) -> None:

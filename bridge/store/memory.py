@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge import metrics
 from bridge.followups import next_step
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder, Submission
@@ -47,6 +46,7 @@ from bridge.store.base import (
     dump_answers,
     merge_history,
     parse_step,
+    tell_handed_to_feed,
     timer_detail,
 )
 
@@ -273,7 +273,7 @@ class MemoryStore(Store):
     def _enqueue(self, entry: _Ask) -> None:
         self._feed.add(entry.record.id)
         entry.handoff = "sent"
-        metrics.handed_to_feed(entry.record)
+        tell_handed_to_feed(entry.record)
 
     def _wake(self, ask_id: str) -> None:
         for fut in self._waiters.get(ask_id, ()):

@@ -74,7 +74,6 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bridge import metrics
 from bridge.aio import stop
 from bridge.followups import next_step
 from bridge.loops import PerLoop
@@ -112,6 +111,7 @@ from bridge.store.base import (
     page_cursor,
     parse_cursor,
     parse_step,
+    tell_handed_to_feed,
     timer_detail,
     typed_text,
 )
@@ -614,13 +614,13 @@ class RedisStore(Store):
 
     async def _to_feed(self, ask_id: str) -> bool:
         """Put a finished ask on the feed, then mark it sent; a crash between repeats the XADD
-        later (the feed drops duplicate entries at delivery, see ``deliver`` in ask.lua). Logged
-        ``handed_to_feed`` here, by the process that put it there (:mod:`bridge.metrics`).
+        later (the feed drops duplicate entries at delivery, see ``deliver`` in ask.lua). Told
+        (:func:`~bridge.store.base.tell_handed_to_feed`) here, by the process that put it there.
         Whether the ask left ``due`` (settled: its final state is shown, or nothing to show)."""
         min_id = f"{int((time.time() - self.retention) * 1000)}-0"
         await self._r.xadd(self.keys.feed, {"ask": ask_id}, minid=min_id, approximate=True)
         await self._r.expire(self.keys.feed, int(self.retention) + 86400)
-        metrics.handed_to_feed(ask_id)
+        tell_handed_to_feed(ask_id)
         reply = await self._run("sent", ask_id)
         settled: bool = reply[0] != "ok" or reply[1] == "1"
         if settled:
