@@ -52,12 +52,40 @@ class RedisServer:
         self.port = port or free_port()
         self.extra = extra or []
         self.proc: subprocess.Popen[bytes] | None = None
+        self._movable = port is None
+        """Whether its ports are ours to change: chosen here, and not yet used by a start."""
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        """Start it and wait until it answers. A port chosen by :func:`free_port` is only free
+        when chosen: another process -- the other pytest worker's server, a client's ephemeral
+        port -- may bind it before this server does. A first start that finds its port (or its
+        cluster bus port) taken takes fresh ones and tries again; a restart keeps its ports."""
+        for _ in range(5):
+            failure = self._launch()
+            if failure is None:
+                self._movable = False
+                return
+            if not (self._movable and "Address already in use" in failure):
+                raise RuntimeError(failure)
+            self.port = free_port()
+            self.extra = [
+                str(free_port()) if before == "--cluster-port" else arg
+                for before, arg in zip(["", *self.extra], self.extra, strict=False)
+            ]
+            (self.workdir / "nodes.conf").unlink(missing_ok=True)
+        raise RuntimeError(failure)
+
+    @property
+    def bus_port(self) -> int:
+        """Its cluster bus port (``--cluster-port``)."""
+        return int(self.extra[self.extra.index("--cluster-port") + 1])
+
+    def _launch(self) -> str | None:
+        """Run the server; ``None`` once it answers PING, else why it exited (its log's end)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         args = [
             server_binary(),
@@ -69,16 +97,22 @@ class RedisServer:
             "--loglevel", "warning",
             *self.extra,
         ]  # fmt: skip
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.workdir
-        )
+        log = self.workdir / "server.log"
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                args, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir
+            )
         deadline = time.monotonic() + 10
         while not _ping(self.port):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"redis server exited with {self.proc.returncode}: {args}")
+            code = self.proc.poll()
+            if code is not None:
+                self.proc = None
+                said = log.read_text(errors="replace").strip().splitlines()[-2:]
+                return f"redis server exited with {code}: {args}: {' / '.join(said)}"
             if time.monotonic() > deadline:
                 raise RuntimeError("redis server did not start within 10 s")
             time.sleep(0.01)
+        return None
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -170,7 +204,8 @@ def redis_cluster(workdir: Path, nodes: int = 3) -> Iterator[list[RedisServer]]:
             first, last = i * per, (16383 if i == nodes - 1 else (i + 1) * per - 1)
             redis_cli(s.port, "CLUSTER", "ADDSLOTSRANGE", str(first), str(last))
         for s in servers[1:]:
-            redis_cli(s.port, "CLUSTER", "MEET", "127.0.0.1", str(servers[0].port), str(buses[0]))
+            meet = [str(servers[0].port), str(servers[0].bus_port)]
+            redis_cli(s.port, "CLUSTER", "MEET", "127.0.0.1", *meet)
         deadline = time.monotonic() + 20
         while True:
             states = [redis_cli(s.port, "CLUSTER", "INFO") for s in servers]
