@@ -10,7 +10,7 @@ every revision since issue 11 has: ``ChatHandler``, ``AskPolicy``, ``RedisStore.
 screen: a person clicks after seeing it. ``--no-hiredis`` runs redis-py without hiredis, as the
 project was installed when issue 11 measured it (hiredis was not a dependency then);
 ``--python-packing`` packs commands with redis-py's own Python code instead of hiredis's
-(:mod:`bridge.store.redis_connect`), to show what that costs.
+(:mod:`bridge.store.redis.connect`), to show what that costs.
 
 One cycle: a ``ChatHandler`` call creates a 4-question ask, posts it (a poster that shows
 nothing), records the message and waits; a second store (its own connections, as a click
@@ -121,7 +121,7 @@ def main() -> None:
     if "--no-hiredis" in sys.argv:
         sys.modules["hiredis"] = None  # type: ignore[assignment]  # redis-py then parses in Python
     if "--python-packing" in sys.argv:
-        import bridge.store.redis_connect as connecting
+        import bridge.store.redis.connect as connecting
 
         connecting._hiredis_pack = None  # connections keep redis-py's own pack_command
     # not asyncio.run: it would cancel and await the open stores' tasks on the way out

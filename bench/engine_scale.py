@@ -148,7 +148,7 @@ async def storm(url: str, n: int) -> None:
     t0 = time.perf_counter()
     await sweeper.sweep(now=expires + 1)  # the round: the renders go on in the background
     returned = time.perf_counter() - t0
-    await sweeper.rendered()
+    await sweeper.drained()
     took = time.perf_counter() - t0
     limited = sum(1 for c in fake.errors() if c.error == "ratelimited")
     print(

@@ -1,19 +1,20 @@
-"""The way back: a person's click, judged and turned into a verdict, the same on every platform.
+"""Judging a click: who clicked, may they answer, what their answer is -- a verdict, the same
+on every platform.
 
 ::
 
-    person clicks -> platform adapter -> Answering -> store.submit (atomic) -> waiting call wakes
-                     (parse its payload,  (who is it, may they answer, build the answers
-                      ack within 3 s)      from indices, verdict, explanation, re-render)
+    ask -> post -> person clicks -> platform parses a Click -> bridge.clicks (timing, acks,
+           showing) -> Answering (judging: this module) -> store (atomic) -> waiting call wakes
 
-A platform (Slack's Bolt listeners, Discord's components) parses its own payload into plain
-values -- ask id and indices from :mod:`bridge.routing`, the clicker as a :class:`Caller` -- and
-calls :meth:`Answering.pick`, :meth:`Answering.open_form` or :meth:`Answering.submit_form`. Each
-returns a :class:`Verdict`: the record, whether the message must be re-rendered, and what to tell
-the person privately (``None`` when their answer was accepted). Every failure to reach the store
-becomes ``UNAVAILABLE``, never an exception; the person is told "nothing was saved" only when that
-is certain (the store never sent the operation, and withdrew it), else that their answer may have
-been saved.
+:class:`Answering` takes plain values -- an ask id and indices, the clicker as a
+:class:`Caller`, a form's picks -- and answers :meth:`Answering.pick`,
+:meth:`Answering.open_form` or :meth:`Answering.submit_form` with a :class:`Verdict`: the
+record, what its message must show again, and what to tell the person privately
+(``None`` when their answer was accepted). It knows nothing of time budgets, acks or platforms'
+responses (:mod:`bridge.clicks` holds those): only the rules. Every failure to reach the store
+becomes ``UNAVAILABLE``, never an exception; the person is told "nothing was saved" only when
+that is certain (the store never sent the operation, and withdrew it), else that their answer
+may have been saved.
 
 Rules that live here so every platform follows them:
 
@@ -25,46 +26,30 @@ Rules that live here so every platform follows them:
   one option (and not also typed text) for a single-select question, typed text bounded. The
   store judges it in the step that submits it (:meth:`Store.submit_form`, one round trip); this
   layer puts its problems into words.
-* **Re-render rule**: every verdict that finds the ask ended re-renders its message (not only the
-  accepting click: an earlier attempt may have committed while its click timed out here, so
-  nobody re-rendered it). :meth:`Answering.settle` does it in the background.
-* **Verdict before acknowledgement**: :meth:`Answering.in_time` judges a click within a budget
-  well under the platforms' 3 seconds, so the answer is stored before the platform's ack goes out;
-  only a slow store falls back to ack-then-judge, and then the person is told the outcome later.
+* **Show rule**: every verdict that finds the ask ended says so (:attr:`Verdict.show_final`),
+  not only the accepting click: an earlier attempt may have committed while its click timed out,
+  so nobody showed its final state. :meth:`bridge.clicks.Clicks.show` shows it.
 * **Several people** (``required`` K >= 2): a submission that is recorded but does not yet make
   K agree is ``RECORDED``; the person is told privately what was recorded and how many more
-  agreeing people are needed, and the pending message is re-rendered to list the submissions
-  (:meth:`Answering.show_progress`). A one-person ask never takes that path: no extra work.
-* **Background work** after the ack (re-render, explanations) is tracked and drained on shutdown.
-* **Acks first**: showing verdicts (:meth:`Answering.settle`: a re-render, the submissions so
-  far) runs at most ``settle_at_once`` at a time, each starting once no click is being judged
-  (or after ``settle_wait``). A click must be answered within the platform's 3 s, a message
-  update has no deadline, and one event loop runs both: on a busy or CPU-starved process (200
-  clicks a second on two shared cores) every click's own re-render ran ahead of the next
-  clicks' judgements, and their acks waited behind them -- 150 ms at the median and 0.9 s at
-  p99 in ``bench/slack_clicks.py`` with a CPU hog beside it; with this rule 16 ms and 39 ms.
-  Without the bound, the updates held back all start together the moment the judging stops, and
-  the next acks wait behind that wave (37-124 ms, 0.2-0.5 s). Against a real platform the bound
-  is above what its rate limits let one bot update (Slack's ``chat.update``: about 50 a minute).
+  agreeing people are needed, and the verdict asks for the pending message to list the
+  submissions (:attr:`Verdict.show_progress`). A one-person ask never takes that path: no extra
+  work.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from bridge import metrics, replies
 from bridge.identities import Identities
 from bridge.models import QuestionSet
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Responder
-from bridge.rendering import show_final
 from bridge.replies import Replies
 from bridge.store.base import MAX_TYPED as MAX_TYPED  # re-exported: the platforms bound fields
 from bridge.store.base import (
@@ -148,11 +133,12 @@ class Verdict:
     record: AskRecord | None
     explain: str | None
     """What to tell the person privately; ``None`` when their answer was accepted."""
-    rerender: bool
-    """The ask has ended: the message must show its final state (see :meth:`Answering.settle`)."""
+    show_final: bool
+    """The ask has ended: the message must show its final state (see
+    :meth:`bridge.clicks.Clicks.show`)."""
     problems: Mapping[int, Problem] = field(default_factory=dict)
     """``INVALID`` forms: what is wrong with each question, by index."""
-    progress: bool = False
+    show_progress: bool = False
     """A pending ask's submissions changed (``RECORDED``): the message must list them."""
 
     @property
@@ -176,8 +162,9 @@ does not honour the deadline (a group lookup, a read): then a write counts as ma
 
 
 class Answering:
-    """Judges clicks on asks of one platform: ``store`` for state, ``poster`` to re-render,
-    ``replies`` for the words, ``membership`` for group lookups (``None``: only direct ids and
+    """Judges clicks on asks of one platform: ``store`` for state, ``poster`` for the platform
+    (its name and answerer ids; :class:`bridge.clicks.Clicks` shows through it), ``replies`` for
+    the words, ``membership`` for group lookups (``None``: only direct ids and
     :attr:`Caller.groups` count), ``identities`` for people linked across platforms."""
 
     def __init__(
@@ -189,9 +176,6 @@ class Answering:
         membership: Membership | None = None,
         identities: Identities | None = None,
         store_timeout: float = 5.0,
-        ack_budget: float = 1.5,
-        settle_at_once: int = 4,
-        settle_wait: float = 1.0,
     ) -> None:
         self.store = store
         self.poster = poster
@@ -202,17 +186,6 @@ class Answering:
         """Who is one person across platforms (default: ``ASK_BRIDGE_IDENTITIES``), this
         platform's ids in its own form (a malformed map or id is refused here, at start)."""
         self.store_timeout = store_timeout
-        self.ack_budget = ack_budget
-        self.settle_wait = settle_wait
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._judging = 0
-        """Clicks being judged right now (in :meth:`in_time`); showing verdicts waits for none."""
-        self._quiet = asyncio.Event()
-        self._quiet.set()
-        self._settling = asyncio.Semaphore(settle_at_once)
-        self._progress: dict[str, bool] = {}
-        """Asks whose submissions this process is showing, and whether another update was
-        asked for meanwhile (see :meth:`show_progress`)."""
 
     # -- judging ------------------------------------------------------------------------------
 
@@ -261,7 +234,7 @@ class Answering:
             await self._guard(opened, saves=False)  # an audit line, not the person's answer
         except Unavailable as unavailable:
             return self._unavailable(unavailable)
-        return Verdict(Outcome.OPEN, record, None, rerender=False)
+        return Verdict(Outcome.OPEN, record, None, show_final=False)
 
     @metrics.judged
     async def submit_form(self, ask_id: str, who: Caller, picks: Mapping[int, Picks]) -> Verdict:
@@ -333,15 +306,15 @@ class Answering:
         """The store (or a lookup) failed: the person is told nothing was saved only when that
         is certain, else that their answer may have been saved."""
         words = replies.MAYBE_SAVED if failure.maybe_saved else replies.TRY_AGAIN
-        return Verdict(Outcome.UNAVAILABLE, None, words, rerender=False)
+        return Verdict(Outcome.UNAVAILABLE, None, words, show_final=False)
 
     def _verdict(
         self, outcome: Outcome, record: AskRecord | None, user_id: str | None = None
     ) -> Verdict:
-        rerender = record is not None and record.status is not AskStatus.PENDING
-        progress = outcome is Outcome.RECORDED and not rerender
+        final = record is not None and record.status is not AskStatus.PENDING
+        progress = outcome is Outcome.RECORDED and not final
         explain = self._explain(outcome, record, user_id)
-        return Verdict(outcome, record, explain, rerender, progress=progress)
+        return Verdict(outcome, record, explain, final, show_progress=progress)
 
     def _invalid(self, record: AskRecord, text: str) -> Verdict:
         ended = record.status is not AskStatus.PENDING
@@ -421,148 +394,6 @@ class Answering:
             else:
                 log.warning("a click could not be judged", exc_info=True)
             raise Unavailable(str(exc), maybe_saved=saves) from exc
-
-    # -- timing and background work -------------------------------------------------------------
-
-    async def in_time(
-        self,
-        judging: Coroutine[Any, Any, Verdict],
-        *,
-        ack: Callable[[], Awaitable[object]],
-        late: Callable[[Verdict], Awaitable[None]],
-    ) -> Verdict | None:
-        """Judge before the platform's ack when the store answers within ``ack_budget``.
-
-        Returns the verdict when it came in time: the caller acknowledges (with the verdict, where
-        the platform allows) and the answer is already stored. Otherwise calls ``ack()`` at once,
-        lets the judgement finish in the background, hands its verdict to ``late`` (which tells
-        the person), and returns ``None``."""
-        started = time.monotonic()
-        work = asyncio.ensure_future(judging)
-        self._judging += 1
-        self._quiet.clear()
-        try:
-            done, _ = await asyncio.wait({work}, timeout=self.ack_budget)
-        finally:
-            self._judging -= 1
-            if not self._judging:
-                self._quiet.set()
-        if done:
-            verdict = work.result()
-            metrics.acked(metrics.platform_of(verdict.record), time.monotonic() - started)
-            return verdict
-        await ack()
-        metrics.acked(metrics.UNKNOWN, time.monotonic() - started)
-        self.spawn(self._finish_late(work, late))
-        return None
-
-    async def _finish_late(
-        self, work: asyncio.Future[Verdict], late: Callable[[Verdict], Awaitable[None]]
-    ) -> None:
-        verdict = await work
-        log.info("slow click on ask %s judged after its ack: %s", _ask_of(verdict), verdict.outcome)
-        await late(verdict)
-        self.settle(verdict)
-
-    def settle(self, verdict: Verdict) -> None:
-        """Re-render the message in the background if the verdict found the ask ended, or
-        recorded one of several people's submissions (the pending message lists them); once no
-        click is being judged, or ``settle_wait`` from now (acks first, see the module)."""
-        if verdict.rerender and verdict.record is not None:
-            self.spawn(self._after_acks(self.rerender(verdict.record)))
-        elif verdict.progress and verdict.record is not None:
-            self.spawn(self._after_acks(self.show_progress(verdict.record.id)))
-
-    async def _after_acks(self, work: Coroutine[Any, Any, None]) -> None:
-        started = False
-        try:
-            async with self._settling:
-                if self._judging:
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(self.settle_wait):
-                            await self._quiet.wait()
-                started = True
-                await work
-        finally:
-            if not started:  # cancelled before its turn (shutdown): never run, closed unrun
-                work.close()
-
-    async def show_progress(self, ask_id: str) -> None:
-        """Show a pending ask's current submissions on its messages (failures logged).
-
-        Read fresh, so two replicas' updates show the latest state whichever lands last. An
-        update of the pending state racing the ask's end could overwrite its final state; so
-        once this update is done the record is read again, and if the ask has ended meanwhile
-        its final state is put back (an end seen after this update was done is always shown
-        after it).
-
-        Coalesced per ask: while this process updates an ask's messages, further calls only
-        ask for one more round after it (which reads fresh, so it shows them all). A person
-        flipping their answer a thousand times costs at most two updates in flight, not a
-        thousand platform calls that would spend the bot's rate limit for every other ask."""
-        if ask_id in self._progress:
-            self._progress[ask_id] = True
-            return
-        self._progress[ask_id] = False
-        try:
-            while True:
-                await self._show_progress_once(ask_id)
-                if not self._progress[ask_id]:
-                    return
-                self._progress[ask_id] = False
-        finally:
-            del self._progress[ask_id]
-
-    async def _show_progress_once(self, ask_id: str) -> None:
-        try:
-            current = await self.store.get(ask_id)
-            if current is None or current.message is None:
-                return
-            if current.status is not AskStatus.PENDING:
-                await self.rerender(current)
-                return
-            await self._update_each(current)
-            after = await self.store.get(ask_id)
-            if after is not None and after.message and after.status is not AskStatus.PENDING:
-                await self._update_each(after)
-        except Exception:
-            log.warning("could not show the submissions of ask %s", ask_id, exc_info=True)
-
-    async def _update_each(self, record: AskRecord) -> None:
-        """Update every message of the ask on this platform (the first, and an escalation's
-        posted here; one on another platform shows the submissions once the ask ends)."""
-        for message in record.messages:
-            if message.platform == self.poster.platform:
-                await self.poster.update(record.model_copy(update={"message": message}))
-
-    async def rerender(self, record: AskRecord) -> None:
-        """Show ``record``'s final state on its message, at most once per render interval across
-        replicas (:func:`bridge.rendering.show_final`); a failure is logged (the outcome stands,
-        and a later sweep shows it)."""
-        await show_final(self.store, self.poster, record)
-
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run work that follows an ack; kept referenced until done, drained on shutdown, and any
-        failure logged (nobody awaits it)."""
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("work after a click failed", exc_info=task.exception())
-
-    async def drain(self, within: float = 5.0) -> None:
-        """Let work in progress finish (verdicts, re-renders, explanations) on shutdown."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
-        while self._tasks and loop.time() < deadline:  # work may spawn more (a late re-render)
-            await asyncio.wait(set(self._tasks), timeout=deadline - loop.time())
-
-
-def _ask_of(verdict: Verdict) -> str:
-    return verdict.record.id if verdict.record is not None else "?"
 
 
 _WORDS = {

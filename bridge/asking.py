@@ -1,5 +1,10 @@
 """The chat handler: an ``ask_user`` callback that asks people in a chat and waits (or defers).
 
+The first step of ask -> post -> click -> resolve -> show: this module creates the ask in the
+store and posts it (:mod:`bridge.poster`); a click is answered by :mod:`bridge.clicks` and judged
+by :mod:`bridge.answering`, the store resolves it and wakes the call waiting here, and
+:mod:`bridge.showing` shows the ask's new state on its messages.
+
 ``ChatHandler(poster, store, destination, policy)`` is an async callable with the callback
 signature ``(questions, context) -> AskUserAnswered | AskUserDeferred`` (the answers with who gave
 them; see :class:`AskPolicy` for asks several people must agree on); pass it to
@@ -10,17 +15,17 @@ durable ask, posts it, then:
   answers feed (render it with :func:`bridge.feed.render_delivery`).
 * ``mode="block"``: waits up to ``wait`` seconds. Answered -> the answers. Nobody answered ->
   ``on_timeout="defer"`` keeps the ask open and defers; ``on_timeout="error"`` closes it as expired,
-  re-renders it, and tells the model nobody answered (:class:`~bridge.errors.NotAnswered`).
+  shows it so, and tells the model nobody answered (:class:`~bridge.errors.NotAnswered`).
 * A post the platform refuses -> :class:`~bridge.errors.PostFailed`; the ask is closed.
 * The call cancelled anywhere after the ask was created (posting, recording the message, waiting)
-  -> the ask is closed as cancelled and re-rendered (an answer that beat the cancellation goes to
+  -> the ask is closed as cancelled and shown so (an answer that beat the cancellation goes to
   the feed, even one the store had already handed to this call), and the cancellation propagates.
 
-Who re-renders the message: whoever made the change. The process whose ``store.submit`` returned
-``ACCEPTED`` (the platform's click handler) re-renders the answered message; the handler
-re-renders only what it closes itself (timeout error, cancellation); the sweeper re-renders what it
-expires. An ask that ended before ``set_message`` recorded where it was posted (a click right after
-the post) is re-rendered by the handler, which alone knows the message then.
+Who shows an ask's final state on its message: whoever made the change. The process whose
+``store.submit`` returned ``ACCEPTED`` (the platform's click handler) shows the answered message;
+the handler shows only what it closes itself (timeout error, cancellation); the sweeper shows what
+it expires. An ask that ended before ``set_message`` recorded where it was posted (a click right
+after the post) is shown by the handler, which alone knows the message then.
 """
 
 from __future__ import annotations
@@ -52,8 +57,8 @@ from bridge.record import (
     FollowUps,
     MessageRef,
 )
-from bridge.rendering import show_final
 from bridge.result import AskUserAnswered, ToolOutcome, unanswered_text
+from bridge.showing import show_final
 from bridge.store.base import Store
 from bridge.webhooks import check_notify
 
@@ -440,7 +445,7 @@ class ChatHandler:
                 )
                 return ToolOutcome(done.questions, done.answers, answered=answered)
         except asyncio.CancelledError:
-            # wherever it lands after create -- posting, recording the message, re-rendering,
+            # wherever it lands after create -- posting, recording the message, showing,
             # waiting -- the ask must not stay pending with live controls
             await self._cancelled(ask)
             raise
@@ -471,7 +476,7 @@ class ChatHandler:
         if beaten is None:
             return
         if beaten.status is not AskStatus.PENDING:
-            await self._render(beaten)
+            await self._show_final(beaten)
             return
         try:
             await self.poster.update(beaten)
@@ -484,7 +489,7 @@ class ChatHandler:
             closed = await self.store.close(ask.ask_id, AskStatus.EXPIRED)
             if closed is not None:
                 metrics.ended(closed)
-                await self._render(closed)
+                await self._show_final(closed)
                 raise NotAnswered(
                     f"nobody answered within {_duration(self.policy.wait)}; the questions are "
                     "closed. Continue without the answers, or ask again later if you must.",
@@ -505,7 +510,7 @@ class ChatHandler:
         ``wait``/``defer`` took just before the cancellation landed, reply unread -- would be lost
         unless released: ``release`` moves it to the feed (only this cleanup calls it, so a call
         that returned the answers never also feeds them). A cancellation that landed before the
-        store recorded the message still re-renders it, from the reference this call holds.
+        store recorded the message still shows it, from the reference this call holds.
         """
         closed = await self.store.close(ask.ask_id, AskStatus.CANCELLED)
         if closed is None:
@@ -515,7 +520,7 @@ class ChatHandler:
         if closed.message is None and ask.message is not None:
             closed = closed.model_copy(update={"message": ask.message})
         if closed.message is not None:  # never shown (cancelled while posting): nothing to update
-            await self._render(closed)
+            await self._show_final(closed)
 
     async def _vanished(self, ask: _Asking) -> NoReturn:
         """The store no longer knows a pending ask this call posted: it lost its data (a Redis
@@ -557,7 +562,7 @@ class ChatHandler:
             except Exception:
                 log.warning("could not show ask %s ended in %s", record.id, message.platform)
 
-    async def _render(self, record: AskRecord) -> None:
+    async def _show_final(self, record: AskRecord) -> None:
         """Show the final state (once across replicas; failures logged: the outcome stands)."""
         await show_final(self.store, self.posters, record)
 

@@ -15,8 +15,8 @@ The shared sweeper fires them (:class:`bridge.sweeper.Sweeper`) from the store's
 at or after the ask's expiry. A step is claimed only while the ask is pending, so the one race
 left is harmless: an ask that ends between a reminder's claim and its post gets that reminder
 after its end (the message shows it ended); an escalation posted then is recorded and shown
-ended (:meth:`~bridge.store.base.Store.timer_done`). ``ask.lua`` spells the same rule
-(``next_step``).
+ended (:meth:`~bridge.store.base.Store.timer_done`). ``next_step`` in
+``bridge/store/redis/lua/lib/followups.lua`` spells the same rule.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bridge.settings_error import SettingsError, one_line
+from bridge.settings_error import SettingsError, one_line, unset_if_blank
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -63,12 +63,10 @@ class LogSettings(BaseSettings):
     @field_validator("level")
     @classmethod
     def _level(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip().upper()
-        if value not in LEVELS:
+        level = (unset_if_blank(value) or "").upper()
+        if level and level not in LEVELS:
             raise ValueError(f"use one of {', '.join(LEVELS)}")
-        return value
+        return level or None
 
     @field_validator("format", mode="before")
     @classmethod

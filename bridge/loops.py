@@ -28,7 +28,7 @@ in the bridge that keeps work or connections between calls:
 Rule 2 alone would do for correctness, but every synchronous ask would then open and close a pool
 and a subscription; rule 1 alone would leave async callers on other loops with a store bound to
 the bridge's loop. Objects that live only inside one ``serving()`` context (its answering layer,
-sweeper, render queue, webhook worker) are made on that context's loop and never leave it.
+sweeper, show queues, webhook worker) are made on that context's loop and never leave it.
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ def ended(record: AskRecord, *, user_id: str | None = None) -> None:
 
 def expired_unread(ask_id: str, platform: str) -> None:
     """A sweep expired the ask ``ask_id`` (of ``platform``, its destination's) and this process
-    will not read its record: its sweeper's render queue was full or stopped, so a later sweep
+    will not read its record: its sweeper's show queue was full or stopped, so a later sweep
     shows it. Counted now, as :func:`ended` would have, and logged with the fields a sweep names
     (no channel or message id): an expiry is counted once, by the sweep that made it."""
     ASKS_ENDED.labels(platform, "expired").inc()
@@ -231,7 +231,7 @@ _RATE_LIMITED: dict[str, int] = {}
 
 def rate_limited(platform: str) -> int:
     """The 429s ``platform`` answered this process so far (its client counts each through
-    :func:`platform_error`): the sweeper's render queue slows down when they rise."""
+    :func:`platform_error`): the sweeper's show queue slows down when they rise."""
     return _RATE_LIMITED.get(platform, 0)
 
 

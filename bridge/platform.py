@@ -1,8 +1,31 @@
-"""How the core finds chat platforms without importing them.
+"""How the core finds chat platforms without importing them, and what a platform provides.
 
 ``bridge`` never imports ``platforms``: each platform registers itself under the entry-point group
 ``ask_bridge.platforms`` (see ``pyproject.toml``), and the CLI, the MCP server and the tool's
 terminal fallback look it up by name. A third-party package can add a platform the same way.
+
+A chat platform is a thin adapter over the one flow ask -> post -> click -> resolve -> show; the
+rules of every step are the bridge's. It provides four things:
+
+* **a poster** (:class:`~bridge.poster.Poster`, from :meth:`Platform.poster`): posts an ask,
+  updates its message (what :mod:`bridge.showing` calls to show the ask's new state) and posts
+  reminders;
+* **markup**: what a message and a form look like in the platform's own format, built from
+  :class:`bridge.presentation.Shown` (what shows per status) and
+  :func:`bridge.presentation.first_fit` (the levels of cuts) -- ``platforms/slack/markup.py``,
+  ``platforms/discord/markup.py``;
+* **a payload parser**: its click payloads read into a :class:`bridge.clicks.Click` (its control
+  ids through :mod:`bridge.routing`, the clicker as a :class:`~bridge.answering.Caller`, a form's
+  fields as :class:`~bridge.answering.Picks`);
+* **a responder** (:class:`bridge.clicks.Responder`) per click: how the platform acknowledges,
+  answers, tells later and opens a form.
+
+Its :class:`Receiver` (from :meth:`Platform.receiver`, given the store) gets its entry point,
+:class:`bridge.clicks.Clicks`, from :func:`bridge.clicks.answer_clicks` -- with its poster, its
+words (:class:`~bridge.replies.Replies`) and its group lookup -- and hands it each parsed click
+with its responder (:meth:`bridge.clicks.Clicks.handle`). The receiver builds it, not the runtime,
+because what it needs is the receiver's own (Discord's role lookup reads the gateway client it
+creates); ``Platform.receiver(store)`` keeps its signature for third-party platforms.
 """
 
 from __future__ import annotations
@@ -82,7 +105,14 @@ class Platform(Protocol):
 
     def receiver(self, store: Store) -> Receiver:
         """A receiver judging clicks by ``store``; raises ``PlatformUnavailable`` naming what is
-        missing."""
+        missing.
+
+        A receiver parses its platform's payloads into :class:`bridge.clicks.Click` s and
+        answers them through one entry point built by :func:`bridge.clicks.answer_clicks` (with
+        its poster, its words and its group lookup), handing each click a
+        :class:`bridge.clicks.Responder` that speaks the platform's responses: judging, timing
+        and showing the new state are the bridge's, the same for every platform (see the
+        module docstring)."""
         ...
 
 
@@ -151,7 +181,7 @@ class HeldConnections(Protocol):
     A platform's API client may otherwise connect afresh for each call (slack_sdk does: a TCP and
     TLS handshake per call). :func:`bridge.runtime.serving` holds this context from before its
     receivers start until its sweeper has stopped, so every call made meanwhile -- a click's
-    update, a sweep's re-render -- reuses the connections, and none is closed under a call."""
+    update, a sweep's showing -- reuses the connections, and none is closed under a call."""
 
     def held_connections(self) -> AbstractAsyncContextManager[None]: ...
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bridge.judging import holds_typed, may_answer
 from bridge.models import Answer, QuestionSet
 from bridge.text import encodable
 
@@ -149,7 +150,7 @@ class Submission(BaseModel):
     @property
     def typed(self) -> bool:
         """Whether any answer holds typed ("Other") text: then it never counts toward agreement."""
-        return any(a.other_text is not None for a in self.answers)
+        return holds_typed(self.answers)
 
 
 class AskRecord(BaseModel):
@@ -201,10 +202,8 @@ class AskRecord(BaseModel):
         return (*first, *self.escalations)
 
     def may_answer(self, who: Responder) -> bool:
-        if not self.answerers:
-            return True
-        allowed = set(self.answerers)
-        return who.key in allowed or any(i in allowed for i in who.authorising)
+        """Whether ``who`` may answer this ask (:func:`bridge.judging.may_answer`)."""
+        return may_answer(self.answerers, who.key, who.authorising)
 
     def agreeing(self, answers: tuple[Answer, ...] | None = None) -> list[Submission]:
         """The submissions that agree with ``answers`` (default: the ask's answers) and count

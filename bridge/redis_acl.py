@@ -38,7 +38,8 @@ PROBE = "probe"
 """The ask id and consumer name in the checked commands' keys: ``<prefix>:{probe}:rec``, never
 an ask's (ask ids are 22 characters)."""
 KINDS = ("rec", "log", "lease", "noise", "wake")
-"""The per-ask keys, in the order ``ask.lua`` takes them (:meth:`Keys.ask_keys`)."""
+"""The per-ask keys, in the order the scripts take them (``bridge/store/redis/lua/lib/header.lua``,
+:meth:`Keys.ask_keys`)."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ class Need:
 
 def needs(prefix: str, *, cluster: bool) -> list[Need]:
     """Every command the bridge sends to Redis under key ``prefix`` (see :mod:`bridge.store.keys`
-    for the key scheme, ``ask.lua`` for the script's own calls), each once."""
+    for the key scheme, ``bridge/store/redis/lua/<op>.lua`` for the scripts' own calls), each
+    once."""
     rec, log, lease, noise, wake = (f"{prefix}:{{{PROBE}}}:{k}" for k in KINDS)
     pending, ended, created = f"{prefix}:pending", f"{prefix}:ended", f"{prefix}:created"
     feed, due, epoch = f"{prefix}:feed", f"{prefix}:due", f"{prefix}:epoch"

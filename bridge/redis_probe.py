@@ -48,7 +48,7 @@ from tenacity import (
 from bridge.redis_acl import Access, check
 from bridge.settings import REDIS_WAIT_ENV, redacted
 from bridge.store.base import StoreUnavailable
-from bridge.store.redis_connect import connect
+from bridge.store.redis.connect import connect
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 5.0

@@ -15,6 +15,12 @@ take two) carries the person's choices so far from one step to the next in the `
 instead of any process or the store keeping them: ``<choices>`` has one character per question, a
 base-32 digit whose bits 0-3 are the chosen option indices and bit 4 a wish to type an answer as
 well. So a step works after a restart and on any replica.
+
+:data:`TEMPLATES` are the same formats as patterns, one per kind of control, and
+:data:`MALFORMED` every other id in our namespace: a platform that dispatches by pattern (Bolt's
+action matchers, discord.py's dynamic items) routes each kind to its own handler and a forged or
+stale id to one that explains it, and each id matches exactly one of them. :func:`parse` reads
+the id itself.
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ Kind = Literal["pick", "other", "answer"]
 INDICES: dict[Kind, int] = {"pick": 2, "other": 1, "answer": 0}
 """Every kind of control, and how many indices follow the ask id in its id."""
 
-ASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ASK = "[A-Za-z0-9_-]{1,64}"
+_NUMBER = "[0-9]{1,2}"
+ASK_ID = re.compile(rf"^{_ASK}$")
 """What an ask id may look like (``new_ask_id`` makes 22 such characters)."""
-_INDEX = re.compile(r"^[0-9]{1,2}$")
+_INDEX = re.compile(rf"^{_NUMBER}$")
 
 
 class BadRoute(ValueError):
@@ -129,6 +137,31 @@ def _step(control_id: str, parts: list[str]) -> Step:
     if not 1 <= len(digits) <= 4 or any(d not in _DIGITS for d in digits):
         raise BadRoute(f"malformed control id {control_id[:MAX_ID]!r}")
     return Step(parts[2], tuple(_choice(_DIGITS.index(d)) for d in digits))
+
+
+TEMPLATES: dict[str, re.Pattern[str]] = {
+    "pick": re.compile(rf"{PREFIX}:pick:(?P<ask>{_ASK}):(?P<q>{_NUMBER}):(?P<o>{_NUMBER})"),
+    "other": re.compile(rf"{PREFIX}:other:(?P<ask>{_ASK}):(?P<q>{_NUMBER})"),
+    "answer": re.compile(rf"{PREFIX}:answer:(?P<ask>{_ASK})"),
+    "next": re.compile(rf"{PREFIX}:next:(?P<ask>{_ASK}):(?P<choices>[{_DIGITS}]{{1,4}})"),
+}
+"""Each kind of control's id, whole (for ``re.fullmatch``), by kind."""
+_ANY = "|".join(re.sub(r"\(\?P<\w+>", "(?:", t.pattern) for t in TEMPLATES.values())
+MALFORMED = re.compile(rf"(?!(?:{_ANY})\Z){PREFIX}:.*", re.DOTALL)
+"""Every id of ours that no template matches whole: forged, truncated, or from another
+version of the bridge (for ``re.fullmatch``)."""
+
+
+def whole(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` anchored at both ends, for a matcher that searches (Bolt's)."""
+    return re.compile(rf"\A(?:{pattern.pattern})\Z", pattern.flags)
+
+
+def index(value: object) -> int:
+    """A form field's option index as sent (a string of one or two ASCII digits); anything else
+    becomes ``-1``, which judging refuses as out of range."""
+    text = value if isinstance(value, str) else ""
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 3 else -1
 
 
 def _checked(control_id: str) -> str:

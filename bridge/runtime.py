@@ -168,8 +168,9 @@ async def serving(
     watch: str | Literal[False] | None = False,
     webhooks: WebhookSettings | None = None,
 ) -> AsyncIterator[Serving]:
-    """Receive the clicks of every one of ``platforms`` and sweep ``store`` (re-rendering through
-    one poster per platform), until the context ends; it is entered once every receiver is ready.
+    """Receive the clicks of every one of ``platforms`` and sweep ``store`` (showing ended asks
+    through one poster per platform), until the context ends; it is entered once every receiver
+    is ready.
 
     Each platform's receiver is made first, so a setting it lacks (Slack's HTTP mode without
     ``SLACK_SIGNING_SECRET``) stops it at once, then each platform's credentials are checked
@@ -189,7 +190,7 @@ async def serving(
     receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
     for platform in platforms:
         await check_credentials(platform)
-    async with AsyncExitStack() as held:  # closed last: after the sweeper's last re-render
+    async with AsyncExitStack() as held:  # closed last: after the sweeper's last showing
         for platform in platforms:
             await held.enter_async_context(held_connections(platform))
         sweeper = Sweeper(store, {p.name: p.poster() for p in platforms}, interval=sweep_interval)

@@ -23,10 +23,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bridge.settings_error import SettingsError as SettingsError
 from bridge.settings_error import one_line as one_line
+from bridge.settings_error import unset_if_blank
 from bridge.store import opening
 from bridge.store.base import DEFAULT_LEASE_TTL, DEFAULT_RETENTION, Store
 from bridge.store.keys import DEFAULT_PREFIX
-from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS
+from bridge.store.redis.connect import DEFAULT_MAX_CONNECTIONS
 
 KEY_PREFIX_ENV = "ASK_BRIDGE_KEY_PREFIX"
 REDIS_WAIT_ENV = "ASK_BRIDGE_REDIS_WAIT"
@@ -93,15 +94,16 @@ class EngineSettings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
+        url = unset_if_blank(value)
+        if url is None:
             return None
-        scheme = urlsplit(value.strip()).scheme.lower()
+        scheme = urlsplit(url).scheme.lower()
         if scheme not in REDIS_SCHEMES:
             raise ValueError(
                 "use a redis://, rediss://, unix://, redis+cluster:// or redis+sentinel:// URL "
                 f"(got scheme {scheme or 'none'!r})"
             )
-        return value.strip()
+        return url
 
     @field_validator("key_prefix")
     @classmethod

@@ -3,12 +3,12 @@ final states nobody showed, and post the reminders and escalations that are due.
 
 Run one in every replica (``ask-bridge serve`` does); they may overlap freely, because the store
 expires each ask in one atomic step, and each final state is shown through one claim
-(:func:`bridge.rendering.show_final`) with the posters of every configured platform. (An ask
+(:func:`bridge.showing.show_final`) with the posters of every configured platform. (An ask
 that a click finds past ``expires_at`` before any sweep is expired by that submission instead, and
-re-rendered by whoever handled the click: see :meth:`bridge.store.base.Store.submit`.) An ask whose
-final state was stored but never shown -- the replica that ended it was killed before it rendered
--- comes back from a later sweep and is rendered then. Final states are shown in the background,
-by one bounded queue per platform (:mod:`bridge.render_queue`): a round never waits for them, so
+shown by whoever handled the click: see :meth:`bridge.store.base.Store.submit`.) An ask whose
+final state was stored but never shown -- the replica that ended it was killed before it showed
+it -- comes back from a later sweep and is shown then. Final states are shown in the background,
+by one bounded queue per platform (:mod:`bridge.show_queue`): a round never waits for them, so
 reminders keep coming while an expiry storm is shown at the platform's rate.
 
 Reminders and escalations (:mod:`bridge.followups`) come from the store's due-time index
@@ -33,8 +33,8 @@ from bridge.logs import StateLog
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus
 from bridge.redis_acl import refusal
-from bridge.render_queue import RENDER_BACKLOG, RenderQueue
-from bridge.rendering import show_final
+from bridge.show_queue import SHOW_BACKLOG, ShowQueue
+from bridge.showing import show_final
 from bridge.store.base import (
     SWEEP_BATCH,
     TIMER_TRIES,
@@ -55,7 +55,7 @@ class Sweeper:
         *,
         renders: int = 8,
         batch: int = SWEEP_BATCH,
-        backlog: int = RENDER_BACKLOG,
+        backlog: int = SHOW_BACKLOG,
     ) -> None:
         if renders < 1:
             raise ValueError(f"renders must be at least 1, not {renders}")
@@ -64,7 +64,7 @@ class Sweeper:
         self.interval = interval
         self.renders = renders
         """Message updates in flight at once per platform (and reminders or escalations posted at
-        once). An expiry storm is re-rendered concurrently, but boundedly: each platform's client
+        once). An expiry storm is shown concurrently, but boundedly: each platform's client
         waits out its own rate limits (a 429's Retry-After: Slack's ``chat.update`` is Tier 3,
         about 50 a minute with bursts; Discord buckets edits per channel) while it holds one of
         these, so a storm never has more than this many updates waiting on a platform, however
@@ -72,7 +72,7 @@ class Sweeper:
         self.batch = batch
         """Asks the store expires per step (:meth:`Store.sweep_batches`)."""
         self._queues = {
-            platform: RenderQueue(
+            platform: ShowQueue(
                 store,
                 self.posters,
                 platform=platform,
@@ -85,8 +85,8 @@ class Sweeper:
         self._watching: list[list[AskRecord]] = []
 
     def backlog(self, platform: str | None = None) -> int:
-        """Asks waiting in the render queue of ``platform`` (default: of every platform), each
-        at most ``backlog`` long (:class:`~bridge.render_queue.RenderQueue`); 0 for a platform
+        """Asks waiting in the show queue of ``platform`` (default: of every platform), each
+        at most ``backlog`` long (:class:`~bridge.show_queue.ShowQueue`); 0 for a platform
         with no poster here (nothing of it is queued)."""
         if platform is not None:
             queue = self._queues.get(platform)
@@ -96,38 +96,39 @@ class Sweeper:
     async def sweep(self, now: float | None = None) -> None:
         """One round at ``now`` (default: the clock): expire what is due and finish hand-offs
         (:meth:`Store.sweep_batches`), queue the final state of each ask the store named to be
-        shown in the background (:class:`~bridge.render_queue.RenderQueue`), then post the
-        reminders and escalations due. Returns without waiting for the queued renders, so a
+        shown in the background (:class:`~bridge.show_queue.ShowQueue`), then post the
+        reminders and escalations due. Returns without waiting for the queued showings, so a
         storm that takes the platform hours to show never holds back the next rounds."""
         now = time.time() if now is None else now
         await self._round(now)
         await self.follow_up(now)
 
     async def sweep_once(self, now: float | None = None) -> list[AskRecord]:
-        """:meth:`sweep`, then wait until the render queues are empty (a test's or a one-off
+        """:meth:`sweep`, then wait until the show queues are empty (a test's or a one-off
         sweep's view; ``serve`` runs :meth:`run`). Returns the asks this sweeper showed
         meanwhile, as shown: another sweeper's claim may have taken some, and asks a full queue
         left are shown by a later sweep.
 
         An expiry is counted by the sweep that made it, not again when a later sweep shows an
-        ask whose renderer died, nor for an ask a click expired (that click counted it,
+        ask whose showing process died, nor for an ask a click expired (that click counted it,
         :func:`bridge.metrics.judged`)."""
         shown: list[AskRecord] = []
         self._watching.append(shown)
         try:
             await self.sweep(now)
-            await self.rendered()
+            await self.drained()
         finally:
             self._watching.remove(shown)
         return shown
 
-    async def rendered(self) -> None:
-        """Until every render queued so far is done (shown, or failed: a later sweep retries)."""
+    async def drained(self) -> None:
+        """Until every ask queued to be shown so far is done (shown, or failed: a later sweep
+        retries)."""
         for queue in self._queues.values():
             await queue.drained()
 
     async def aclose(self) -> None:
-        """Stop the render queues (:meth:`RenderQueue.aclose`): quick, whatever the backlog;
+        """Stop the show queues (:meth:`ShowQueue.aclose`): quick, whatever the backlog;
         what they held is shown by a later sweep of any replica."""
         for queue in self._queues.values():
             await queue.aclose()
@@ -138,7 +139,7 @@ class Sweeper:
 
     async def _round(self, now: float) -> None:
         """The store's batches, each ask offered to its platform's queue as the batch comes (the
-        first renders start while the store expires the next batch). An ask of a platform with no
+        first showings start while the store expires the next batch). An ask of a platform with no
         poster here is left to a replica that has one to show (an expiry this sweep made is
         counted here all the same: the sweep that expires an ask counts it); one a full queue
         refuses, to a later sweep (logged once a round)."""
@@ -151,7 +152,7 @@ class Sweeper:
                         metrics.expired_unread(ended.ask_id, ended.platform)
                 elif not queue.offer(ended):
                     left[ended.platform] = left.get(ended.platform, 0) + 1
-            await asyncio.sleep(0)  # the renderers start on this batch before the next one
+            await asyncio.sleep(0)  # the queues start showing this batch before the next one
         for platform, count in left.items():
             log.info(
                 "sweep: %d asks wait to be shown in %s, %d more left to a later sweep",
@@ -238,7 +239,7 @@ class Sweeper:
         )
 
     async def run(self) -> None:
-        """Sweep every ``interval`` seconds until cancelled, the renders running in the
+        """Sweep every ``interval`` seconds until cancelled, the showings running in the
         background meanwhile (stopped with it: :meth:`aclose`); a failed round is logged, not
         fatal (a store that is down once when it goes and once when it is back, not every
         round)."""

@@ -30,6 +30,7 @@ from bridge.answering import (
     check_picks,
     one_click,
 )
+from bridge.clicks import Clicks
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, Responder, Submission
@@ -80,6 +81,11 @@ def answering(store: Store, poster: MemoryPoster, groups: Groups) -> Answering:
     return Answering(store, poster, REPLIES, membership=groups, store_timeout=2.0)
 
 
+@pytest.fixture
+def clicks(answering: Answering) -> Clicks:
+    return Clicks(answering)
+
+
 async def posted(store: Store, poster: MemoryPoster, record: AskRecord) -> AskRecord:
     """Create and post ``record`` as the chat handler does."""
     await store.create(record)
@@ -110,7 +116,7 @@ async def test_pick_answers_with_the_full_label(
     record = await posted(store, poster, single(new_record()))
     verdict = await answering.pick(record.id, 0, 1, ALICE)
     assert verdict.outcome is Outcome.ACCEPTED and verdict.stands
-    assert verdict.explain is None and verdict.rerender
+    assert verdict.explain is None and verdict.show_final
     assert verdict.record is not None and verdict.record.status is AskStatus.ANSWERED
     (answer,) = verdict.record.answers or ()
     assert answer.selected == ("No",) and answer.other_text is None
@@ -126,7 +132,7 @@ async def test_pick_out_of_range_is_refused_and_changes_nothing(
     record = await posted(store, poster, single(new_record()))
     verdict = await answering.pick(record.id, question, option, ALICE)
     assert verdict.outcome is Outcome.INVALID and verdict.explain == replies.BAD_CONTROL
-    assert not verdict.rerender
+    assert not verdict.show_final
     await pending(store, record.id)
 
 
@@ -146,7 +152,7 @@ async def test_unknown_ask_is_gone(answering: Answering) -> None:
         await answering.submit_form("nosuchask", ALICE, {0: Picks((0,))}),
     ):
         assert verdict.outcome is Outcome.NOT_FOUND and verdict.explain == replies.GONE
-        assert verdict.record is None and not verdict.rerender
+        assert verdict.record is None and not verdict.show_final
 
 
 # -- forms -------------------------------------------------------------------------------------
@@ -164,7 +170,7 @@ async def test_form_with_choices_and_typed_text(
         3: Picks((), "only typed"),
     }
     verdict = await answering.submit_form(record.id, BOB, picks)
-    assert verdict.outcome is Outcome.ACCEPTED and verdict.explain is None and verdict.rerender
+    assert verdict.outcome is Outcome.ACCEPTED and verdict.explain is None and verdict.show_final
     assert verdict.record is not None
     got = [(a.selected, a.other_text) for a in verdict.record.answers or ()]
     assert got == [
@@ -219,7 +225,7 @@ async def test_malformed_forms_are_refused_and_change_nothing(
 ) -> None:
     record = await posted(store, poster, new_record(n=2))
     verdict = await answering.submit_form(record.id, ALICE, picks)
-    assert verdict.outcome is Outcome.INVALID and not verdict.rerender
+    assert verdict.outcome is Outcome.INVALID and not verdict.show_final
     named = {
         replies.NO_SUCH_QUESTION: "no-such-q",
         replies.TOO_LONG.format(limit=MAX_TYPED): "too-long",
@@ -259,7 +265,7 @@ async def test_unauthorised_user_is_told_who_may_answer(
         await answering.open_form(record.id, ALICE),
         await answering.submit_form(record.id, ALICE, {0: Picks((0,))}),
     ):
-        assert verdict.outcome is Outcome.NOT_ALLOWED and not verdict.rerender
+        assert verdict.outcome is Outcome.NOT_ALLOWED and not verdict.show_final
         assert (
             verdict.explain
             == "Sorry, you can't answer this one: it is for <m:U0BOB>, <m:S0REVIEW>."
@@ -309,7 +315,7 @@ async def test_failed_group_lookup_is_unavailable_and_changes_nothing(
 # -- after the ask ended -----------------------------------------------------------------------
 
 
-async def test_late_click_is_told_who_answered_and_rerenders(
+async def test_late_click_is_told_who_answered_and_shows_the_final_state(
     answering: Answering, store: Store, poster: MemoryPoster
 ) -> None:
     record = await posted(store, poster, single(new_record()))
@@ -319,13 +325,13 @@ async def test_late_click_is_told_who_answered_and_rerenders(
         await answering.open_form(record.id, BOB, 0),
         await answering.submit_form(record.id, BOB, {0: Picks(text="mine")}),
     ):
-        assert verdict.outcome is Outcome.ALREADY_ANSWERED and verdict.rerender
+        assert verdict.outcome is Outcome.ALREADY_ANSWERED and verdict.show_final
         assert verdict.explain == "This was already answered by <m:U0ALICE>."
     done = await store.get(record.id)
     assert done is not None and done.answers is not None and done.answers[0].selected == ("Yes",)
 
 
-async def test_repeated_submit_stands_and_rerenders(
+async def test_repeated_submit_stands_and_shows_the_final_state(
     answering: Answering, store: Store, poster: MemoryPoster
 ) -> None:
     record = await posted(store, poster, new_record(n=2))
@@ -333,7 +339,7 @@ async def test_repeated_submit_stands_and_rerenders(
     first = await answering.submit_form(record.id, ALICE, picks)
     again = await answering.submit_form(record.id, ALICE, picks)
     assert first.outcome is Outcome.ACCEPTED
-    assert again.outcome is Outcome.REPEATED and again.stands and again.rerender
+    assert again.outcome is Outcome.REPEATED and again.stands and again.show_final
     assert again.explain == replies.RECORDED
     changed = await answering.submit_form(record.id, ALICE, {0: Picks((0,)), 1: Picks((0,))})
     assert changed.outcome is Outcome.ALREADY_ANSWERED and not changed.stands
@@ -352,7 +358,7 @@ async def test_click_on_a_closed_ask_is_explained(
     record = await posted(store, poster, single(new_record()))
     assert await store.close(record.id, status) is not None
     verdict = await answering.pick(record.id, 0, 0, ALICE)
-    assert verdict.outcome is Outcome.CLOSED and verdict.explain == text and verdict.rerender
+    assert verdict.outcome is Outcome.CLOSED and verdict.explain == text and verdict.show_final
     opened = await answering.open_form(record.id, ALICE)
     assert opened.outcome is Outcome.CLOSED and opened.explain == text
 
@@ -363,7 +369,7 @@ async def test_click_after_expiry_before_any_sweep_is_refused_as_expired(
     record = await posted(store, poster, single(new_record(expires_in=-1.0)))
     # past expires_at, and no sweeper runs in this test
     verdict = await answering.pick(record.id, 0, 0, ALICE)
-    assert verdict.outcome is Outcome.CLOSED and verdict.rerender
+    assert verdict.outcome is Outcome.CLOSED and verdict.show_final
     assert verdict.explain == "This question expired before anyone answered it."
     done = await store.get(record.id)
     assert done is not None and done.status is AskStatus.EXPIRED and done.answers is None
@@ -381,15 +387,15 @@ async def test_open_form_records_who_opened_it(
     assert (await answering.open_form(record.id, ALICE, 9)).outcome is Outcome.INVALID
 
 
-async def test_settle_rerenders_ended_asks_only(
-    answering: Answering, store: Store, poster: MemoryPoster
+async def test_show_shows_the_final_state_of_ended_asks_only(
+    answering: Answering, clicks: Clicks, store: Store, poster: MemoryPoster
 ) -> None:
     record = await posted(store, poster, single(new_record()))
     refused = await answering.submit_form(record.id, ALICE, {})
-    answering.settle(refused)
+    clicks.show(refused)
     accepted = await answering.pick(record.id, 0, 2, ALICE)
-    answering.settle(accepted)
-    await answering.drain()
+    clicks.show(accepted)
+    await clicks.drain()
     (shown,) = poster.updated(record.id)
     assert shown.status is AskStatus.ANSWERED and shown.answers is not None
     assert shown.answers[0].selected == ("Later",)
@@ -401,17 +407,17 @@ CAROL = Caller("U0CAROL", "carol")
 
 
 async def test_two_approvers_recorded_then_accepted(
-    answering: Answering, store: Store, poster: MemoryPoster
+    answering: Answering, clicks: Clicks, store: Store, poster: MemoryPoster
 ) -> None:
     record = await posted(store, poster, single(new_record(required=2)))
     first = await answering.pick(record.id, 0, 0, ALICE)
     assert first.outcome is Outcome.RECORDED and not first.stands
-    assert not first.rerender and first.progress
+    assert not first.show_final and first.show_progress
     assert (
         first.explain == "Your answer is recorded: [Yes]. So far 1 of 2 agree on it: 1 more needed."
     )
-    answering.settle(first)
-    await answering.drain()
+    clicks.show(first)
+    await clicks.drain()
     (shown,) = poster.updated(record.id)  # the pending message now lists Alice's submission
     assert shown.status is AskStatus.PENDING
     assert [s.user_id for s in shown.submissions] == ["U0ALICE"]
@@ -422,29 +428,29 @@ async def test_two_approvers_recorded_then_accepted(
     ]
     # the same person again: nothing changes, nothing to re-render, told it stands
     again = await answering.pick(record.id, 0, 0, ALICE)
-    assert again.outcome is Outcome.REPEATED and not again.progress and not again.rerender
+    assert again.outcome is Outcome.REPEATED and not again.show_progress and not again.show_final
     assert again.explain is not None and again.explain.startswith(
         "Your answer is already recorded: [Yes]. So far 1 of 2"
     )
     second = await answering.pick(record.id, 0, 0, BOB)
     assert second.outcome is Outcome.ACCEPTED and second.stands and second.explain is None
-    assert second.rerender and not second.progress
-    answering.settle(second)
-    await answering.drain()
+    assert second.show_final and not second.show_progress
+    clicks.show(second)
+    await clicks.drain()
     final = poster.updated(record.id)[-1]
     assert final.status is AskStatus.ANSWERED
     assert REPLIES.outcome(final) == "Answered by <m:U0ALICE> and <m:U0BOB>"
 
 
 async def test_disagreement_shown_then_resolved(
-    answering: Answering, store: Store, poster: MemoryPoster
+    answering: Answering, clicks: Clicks, store: Store, poster: MemoryPoster
 ) -> None:
     record = await posted(store, poster, single(new_record(required=2)))
     for who, option in ((ALICE, 0), (BOB, 1)):
         verdict = await answering.pick(record.id, 0, option, who)
         assert verdict.outcome is Outcome.RECORDED
-        answering.settle(verdict)
-    await answering.drain()
+        clicks.show(verdict)
+    await clicks.drain()
     current = await pending(store, record.id)
     assert REPLIES.approvals(current)[1:] == [
         "1 of 2: <m:U0ALICE> chose [Yes]",
@@ -481,23 +487,24 @@ async def test_a_flood_of_changed_submissions_costs_two_updates_not_one_each(
     shows the latest state -- the bot's rate limit stays for every other ask."""
     poster = SlowPoster()
     answering = Answering(store, poster, REPLIES, membership=groups, store_timeout=2.0)
+    clicks = Clicks(answering)
     record = await posted(store, poster, single(new_record(required=2)))
     for i in range(40):
         verdict = await answering.pick(record.id, 0, i % 2, ALICE)
-        assert verdict.outcome is Outcome.RECORDED and verdict.progress
-        answering.settle(verdict)
+        assert verdict.outcome is Outcome.RECORDED and verdict.show_progress
+        clicks.show(verdict)
     await asyncio.sleep(0.05)
     assert poster.updated(record.id) == []  # the first update waits on the platform
     poster.go.set()
-    await answering.drain()
+    await clicks.drain()
     shown = poster.updated(record.id)
     assert len(shown) == 2  # the one in flight, then one round showing the latest
     assert shown[-1] == await pending(store, record.id)  # the latest: Alice's "No"
     assert [a.selected for a in shown[-1].submissions[0].answers] == [("No",)]
     # once the flood is over, the next change is shown again
     verdict = await answering.pick(record.id, 0, 2, ALICE)
-    answering.settle(verdict)
-    await answering.drain()
+    clicks.show(verdict)
+    await clicks.drain()
     assert poster.updated(record.id)[-1].submissions[0].answers[0].selected == ("Later",)
 
 
@@ -507,7 +514,7 @@ async def test_typed_answer_is_recorded_but_never_counts(
     record = await posted(store, poster, single(new_record(required=2)))
     for who in (ALICE, BOB):
         verdict = await answering.submit_form(record.id, who, {0: Picks(text="After <!channel>")})
-        assert verdict.outcome is Outcome.RECORDED and verdict.progress
+        assert verdict.outcome is Outcome.RECORDED and verdict.show_progress
         assert verdict.explain is not None and "never count toward agreement" in verdict.explain
     current = await pending(store, record.id)
     assert REPLIES.approvals(current)[1:] == [
@@ -564,15 +571,16 @@ async def test_a_late_progress_update_never_hides_the_final_state(
     shown first; Alice's pending rendering then lands on top of it -- and is put right."""
     poster = Gated()
     answering = Answering(store, poster, REPLIES, membership=groups, store_timeout=2.0)
+    clicks = Clicks(answering)
     record = await posted(store, poster, single(new_record(required=2)))
     first = await answering.pick(record.id, 0, 0, ALICE)
-    answering.settle(first)
+    clicks.show(first)
     await poster.waiting.wait()  # Alice's pending rendering is on its way
     second = await answering.pick(record.id, 0, 0, BOB)
-    await answering.rerender(second.record)  # type: ignore[arg-type]
+    await clicks.showing.show(second.record)  # type: ignore[arg-type]
     assert poster.updated(record.id)[-1].status is AskStatus.ANSWERED
     poster.release.set()
-    await answering.drain()
+    await clicks.drain()
     shown = poster.updated(record.id)
     assert [r.status for r in shown] == [AskStatus.ANSWERED, AskStatus.PENDING, AskStatus.ANSWERED]
 
@@ -582,7 +590,7 @@ async def test_one_person_asks_are_never_shown_in_progress(
 ) -> None:
     record = await posted(store, poster, single(new_record()))
     verdict = await answering.submit_form(record.id, ALICE, {0: Picks(text="my own words")})
-    assert verdict.outcome is Outcome.ACCEPTED and not verdict.progress  # typed answers count
+    assert verdict.outcome is Outcome.ACCEPTED and not verdict.show_progress  # typed answers count
 
 
 # -- the store unavailable ---------------------------------------------------------------------
@@ -608,7 +616,7 @@ async def test_store_down_is_unavailable_and_nothing_changes(
             (await answering.submit_form(record.id, ALICE, {0: Picks((0,))}), saving),
         ):
             assert verdict.outcome is Outcome.UNAVAILABLE and verdict.explain == told
-            assert not verdict.rerender and not verdict.stands
+            assert not verdict.show_final and not verdict.stands
     finally:
         await down.aclose()
     await pending(store, record.id)
@@ -656,7 +664,7 @@ class Gate:
 
 
 async def test_fast_verdict_comes_before_the_ack(
-    answering: Answering, store: Store, poster: MemoryPoster
+    answering: Answering, clicks: Clicks, store: Store, poster: MemoryPoster
 ) -> None:
     record = await posted(store, poster, single(new_record()))
     acks: list[float] = []
@@ -667,7 +675,7 @@ async def test_fast_verdict_comes_before_the_ack(
     async def late(_: Verdict) -> None:
         raise AssertionError("a fast verdict is never late")
 
-    verdict = await answering.in_time(answering.pick(record.id, 0, 0, ALICE), ack=ack, late=late)
+    verdict = await clicks.in_time(answering.pick(record.id, 0, 0, ALICE), ack=ack, late=late)
     assert verdict is not None and verdict.outcome is Outcome.ACCEPTED and acks == []
     # when the caller acks now, the answer is already in the store
     done = await store.get(record.id)
@@ -679,7 +687,8 @@ async def test_slow_store_acks_first_and_tells_the_verdict_later(
 ) -> None:
     record = await posted(store, poster, single(new_record()))
     gate = Gate(store)
-    answering = Answering(gate, poster, REPLIES, ack_budget=0.05)  # type: ignore[arg-type]
+    answering = Answering(gate, poster, REPLIES)  # type: ignore[arg-type]
+    clicks = Clicks(answering, ack_budget=0.05)
     acked = asyncio.Event()
     told: list[Verdict] = []
 
@@ -689,10 +698,10 @@ async def test_slow_store_acks_first_and_tells_the_verdict_later(
     async def late(verdict: Verdict) -> None:
         told.append(verdict)
 
-    verdict = await answering.in_time(answering.pick(record.id, 0, 1, ALICE), ack=ack, late=late)
+    verdict = await clicks.in_time(answering.pick(record.id, 0, 1, ALICE), ack=ack, late=late)
     assert verdict is None and acked.is_set() and told == []
     gate.open.set()
-    await answering.drain()
+    await clicks.drain()
     (late_verdict,) = told
     assert late_verdict.outcome is Outcome.ACCEPTED
     (shown,) = poster.updated(record.id)  # the late verdict re-renders too
@@ -712,50 +721,51 @@ async def _acked() -> None:
 
 async def _a_verdict_while_a_click_is_judged(
     store: Store, poster: MemoryPoster, **options: Any
-) -> tuple[AskRecord, Verdict, Gate, Answering, asyncio.Task[Verdict | None]]:
+) -> tuple[AskRecord, Verdict, Gate, Clicks, asyncio.Task[Verdict | None]]:
     """An answered ask's verdict, still to be shown, and a click on another ask being judged
-    (held at a closed gate) by the ``Answering`` that is to show it."""
+    (held at a closed gate) by the ``Clicks`` that is to show it."""
     shown_first = await posted(store, poster, single(new_record()))
     judged_now = await posted(store, poster, single(new_record()))
     verdict = await Answering(store, poster, REPLIES).pick(shown_first.id, 0, 0, ALICE)
     gate = Gate(store)
-    answering = Answering(gate, poster, REPLIES, ack_budget=30, **options)  # type: ignore[arg-type]
+    answering = Answering(gate, poster, REPLIES)  # type: ignore[arg-type]
+    clicks = Clicks(answering, ack_budget=30, **options)
     judging = asyncio.create_task(
-        answering.in_time(answering.pick(judged_now.id, 0, 1, BOB), ack=_acked, late=_never_late)
+        clicks.in_time(answering.pick(judged_now.id, 0, 1, BOB), ack=_acked, late=_never_late)
     )
     await asyncio.sleep(0.05)
-    return shown_first, verdict, gate, answering, judging
+    return shown_first, verdict, gate, clicks, judging
 
 
 async def test_showing_a_verdict_waits_while_another_click_is_judged(
     store: Store, poster: MemoryPoster
 ) -> None:
-    shown_first, verdict, gate, answering, judging = await _a_verdict_while_a_click_is_judged(
+    shown_first, verdict, gate, clicks, judging = await _a_verdict_while_a_click_is_judged(
         store, poster
     )
-    answering.settle(verdict)
+    clicks.show(verdict)
     await asyncio.sleep(0.3)
     assert poster.updated(shown_first.id) == []  # held back: a click is being judged
     gate.open.set()
     second = await judging
     assert second is not None and second.outcome is Outcome.ACCEPTED
-    await answering.drain()
+    await clicks.drain()
     (shown,) = poster.updated(shown_first.id)
     assert shown.status is AskStatus.ANSWERED
 
 
-async def test_a_verdict_is_shown_after_settle_wait_however_busy(
+async def test_a_verdict_is_shown_after_show_wait_however_busy(
     store: Store, poster: MemoryPoster
 ) -> None:
-    shown_first, verdict, gate, answering, judging = await _a_verdict_while_a_click_is_judged(
-        store, poster, settle_wait=0.2
+    shown_first, verdict, gate, clicks, judging = await _a_verdict_while_a_click_is_judged(
+        store, poster, show_wait=0.2
     )
-    answering.settle(verdict)
+    clicks.show(verdict)
     await asyncio.sleep(0.8)
     assert len(poster.updated(shown_first.id)) == 1 and not judging.done()
     gate.open.set()
     await judging
-    await answering.drain()
+    await clicks.drain()
 
 
 class SlowUpdates(MemoryPoster):
@@ -777,29 +787,30 @@ class SlowUpdates(MemoryPoster):
             self.running -= 1
 
 
-async def test_at_most_settle_at_once_verdicts_are_shown_at_once(store: Store) -> None:
+async def test_at_most_show_at_once_verdicts_are_shown_at_once(store: Store) -> None:
     poster = SlowUpdates()
     records = [await posted(store, poster, single(new_record())) for _ in range(6)]
-    answering = Answering(store, poster, REPLIES, settle_at_once=2)
+    answering = Answering(store, poster, REPLIES)
+    clicks = Clicks(answering, show_at_once=2)
     for record in records:
-        answering.settle(await answering.pick(record.id, 0, 0, ALICE))
+        clicks.show(await answering.pick(record.id, 0, 0, ALICE))
     await asyncio.sleep(0.3)
     assert poster.running == 2
     poster.finish.set()
-    await answering.drain()
+    await clicks.drain()
     assert poster.most == 2
     assert all(len(poster.updated(r.id)) == 1 for r in records)
 
 
 async def test_failing_background_work_is_logged(
-    answering: Answering, caplog: pytest.LogCaptureFixture
+    answering: Answering, clicks: Clicks, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def fails() -> None:
         raise RuntimeError("unexpected")
 
-    answering.spawn(fails())
-    await answering.drain()
-    (logged,) = [r for r in caplog.records if r.name == "bridge.answering"]
+    clicks.background.spawn(fails())
+    await clicks.drain()
+    (logged,) = [r for r in caplog.records if r.name == "bridge.background"]
     assert logged.exc_info is not None and isinstance(logged.exc_info[1], RuntimeError)
 
 
@@ -908,3 +919,40 @@ async def test_a_form_costs_what_its_submission_alone_costs_on_redis(
     finally:
         await store.aclose()
         await raw.aclose()
+
+
+@pytest.mark.parametrize(
+    "control_id",
+    [
+        routing.pick_id("a" * 64, 3, 4),
+        routing.other_id("ask_1-x", 12),
+        routing.answer_id("A"),
+        routing.next_id("abc", (routing.Choice(frozenset({0, 3}), typed=True),) * 4),
+        "askb:pick:abc:0",
+        "askb:pick:abc:0:1:2",
+        "askb:pick:abc:-1:0",
+        "askb:other:" + "a" * 65 + ":0",
+        "askb:answer:",
+        "askb:next:abc:",
+        "askb:next:abc:w",
+        "askb:next:abc:00000",
+        "askb:frobnicate:abc",
+        "askb:",
+        "askb:answer:abc\nx",
+    ],
+)
+def test_every_id_of_ours_matches_one_template_as_parse_reads_it(control_id: str) -> None:
+    """A platform dispatching by pattern (Bolt's matchers, discord.py's dynamic items) sends
+    each id to exactly one handler: the template of the kind that :func:`routing.parse` reads,
+    or the malformed one for an id it refuses."""
+    matched = [kind for kind, t in routing.TEMPLATES.items() if t.fullmatch(control_id)]
+    malformed = routing.MALFORMED.fullmatch(control_id) is not None
+    assert len(matched) + malformed == 1
+    try:
+        parsed = routing.parse(control_id)
+    except routing.BadRoute:
+        assert malformed
+        return
+    kind = "next" if isinstance(parsed, routing.Step) else parsed.kind if parsed else None
+    assert matched == [kind]
+    assert all(routing.whole(routing.TEMPLATES[k]).search(control_id) for k in matched)

@@ -14,7 +14,6 @@ import pytest
 from engine_fixtures import StoreFactory, questions
 from pydantic import ValidationError
 
-from bridge.answering import Answering
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.cli import main
 from bridge.deferred import AskUserDeferred
@@ -30,8 +29,7 @@ from bridge.record import (
     Responder,
     Submission,
 )
-from bridge.rendering import show_final
-from bridge.replies import Replies
+from bridge.showing import Showing, show_final
 from bridge.store.base import TIMER_TRIES, Store
 from bridge.sweeper import Sweeper
 
@@ -258,7 +256,7 @@ def test_ask_refuses_bad_follow_ups_in_one_line_before_anything_is_reached(
 
 
 def test_a_slack_reminder_pings_the_channel_only_where_there_is_one() -> None:
-    from platforms.slack.render import reminder_text
+    from platforms.slack.markup import reminder_text
 
     now = time.time()
     record = AskRecord(
@@ -288,7 +286,7 @@ async def test_reminders_of_an_approval_mention_only_who_has_not_submitted(
     """Through the sweeper, on every store: the reminder of an ask two people must agree on
     mentions the people named who have not submitted, and the group still (some of its members
     may not have); once every person named has submitted it mentions nobody, not the channel."""
-    from platforms.slack.render import reminder_text
+    from platforms.slack.markup import reminder_text
 
     store = await make_store()
     poster = MemoryPoster("memory")
@@ -319,7 +317,7 @@ async def test_reminders_of_an_approval_mention_only_who_has_not_submitted(
 
 
 def test_a_discord_reminder_of_an_approval_notifies_only_who_has_not_submitted() -> None:
-    from platforms.discord.render import reminder_content
+    from platforms.discord.markup import reminder_content
 
     now = time.time()
     alice, bob, role = "100000000000000001", "100000000000000002", "500000000000000001"
@@ -348,7 +346,7 @@ async def test_submissions_show_on_every_message_of_the_platform(store: Store) -
     record = await store.get(ask_id)
     assert record is not None and len(record.messages) == 2
     await store.submit(ask_id, ALICE, YES)  # one of two: recorded, still pending
-    await Answering(store, mine, Replies(mention=str, text=str)).show_progress(ask_id)
+    await Showing(store, mine).show_progress(ask_id)
     shown = mine.updated(ask_id)
     assert [u.message for u in shown] == list(record.messages)
     assert all(u.status is AskStatus.PENDING and len(u.submissions) == 1 for u in shown)

@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 
 from bridge.answering import Answering, Caller, Outcome
 from bridge.asking import AskPolicy, ChatHandler
+from bridge.clicks import Clicks
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Destination, MessageRef, Responder
@@ -68,8 +69,9 @@ async def test_an_expiry_a_click_finds_is_counted_once(
     (line,) = [f for f in steps(caplog, record.id) if f["step"] == "expired"]
     assert line["user_id"] == "U_LATE" and line["outcome"] == "expired"
 
-    answering.settle(verdict)
-    await answering.drain(5.0)
+    clicks = Clicks(answering)
+    clicks.show(verdict)
+    await clicks.drain(5.0)
     await Sweeper(store, {"memory": poster}).sweep_once(now=time.time() + 3600)
     again = await answering.pick(record.id, 0, 0, Caller(user_id="U_LATER"))
     assert again.outcome is Outcome.CLOSED  # found it expired already: not this click's doing

@@ -38,15 +38,15 @@ from bridge.tool import tools_interactive
 
 
 class WatchedPoster(MemoryPoster):
-    """A memory poster whose re-renders can be awaited."""
+    """A memory poster whose message updates can be awaited."""
 
     def __init__(self, platform: str) -> None:
         super().__init__(platform)
-        self.rerendered = asyncio.Event()
+        self.shown = asyncio.Event()
 
     async def update(self, record: AskRecord) -> None:
         await super().update(record)
-        self.rerendered.set()
+        self.shown.set()
 
 
 class FakeReceiver:
@@ -130,8 +130,8 @@ async def test_two_platforms_served_in_one_process_with_one_http_server() -> Non
             async with session.get(receiving.server.url("/healthz")) as resp:
                 assert await resp.text() == "ok"
         # the sweeper runs here, re-rendering through each platform's own poster
-        await asyncio.wait_for(http_one.the_poster.rerendered.wait(), 10)
-        await asyncio.wait_for(holder.the_poster.rerendered.wait(), 10)
+        await asyncio.wait_for(http_one.the_poster.shown.wait(), 10)
+        await asyncio.wait_for(holder.the_poster.shown.wait(), 10)
     for platform, ask in zip((http_one, holder), asks, strict=True):
         (update,) = platform.the_poster.updated(ask.id)
         assert update.status is AskStatus.EXPIRED
@@ -272,7 +272,7 @@ async def test_standalone_process_receives_and_sweeps_its_own_asks() -> None:
     async with runtime.own_clicks(platform, sweep_interval=0.01):
         (receiver,) = platform.receivers
         assert receiver.receiving
-        await asyncio.wait_for(platform.the_poster.rerendered.wait(), 10)
+        await asyncio.wait_for(platform.the_poster.shown.wait(), 10)
     (update,) = platform.the_poster.updated(ask.id)
     assert update.status is AskStatus.EXPIRED
     await runtime.aclose()

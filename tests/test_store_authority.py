@@ -19,7 +19,7 @@ from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Responder
 from bridge.replies import WITHDRAWN, Replies
-from bridge.store.base import SubmitOutcome
+from bridge.store.terms import SubmitOutcome
 
 GROUP = "S0ONCALL"
 YES = (Answer(question="Question number 0?", selected=("Yes",)),)

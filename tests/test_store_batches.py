@@ -1,4 +1,4 @@
-"""Commands sent together on one connection (``bridge.store.redis_connect.send_together``), as a
+"""Commands sent together on one connection (``bridge.store.redis.connect.send_together``), as a
 store sends its script calls: raw replies (no response callbacks) in order, errors in place, a
 connection never left half-read, a stalled server noticed within the socket timeout of each
 reply (not of the batch), and a dropped connection retried."""
@@ -16,7 +16,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bridge.store.redis_connect import connect, send_together
+from bridge.store.redis.connect import connect, send_together
 
 
 def _client(url: str, *, timeout: float | None, retries: int = 0) -> Redis:

@@ -20,21 +20,14 @@ from redis.exceptions import RedisClusterException, RedisError
 from redis_server import RedisServer
 
 from bridge.feed import render_delivery
+from bridge.judging import MAX_TYPED, FormProblem, Picks
 from bridge.models import Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
-from bridge.store import redis_codec
-from bridge.store.base import (
-    MAX_TYPED,
-    Delivery,
-    DuplicateAsk,
-    FormProblem,
-    Picks,
-    Store,
-    StoreUnavailable,
-    SubmitOutcome,
-)
+from bridge.store.base import Store
 from bridge.store.keys import pending_member
 from bridge.store.redis import RedisStore
+from bridge.store.redis import codec as redis_codec
+from bridge.store.terms import Delivery, DuplicateAsk, StoreUnavailable, SubmitOutcome
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
 BOB = Responder(user_id="U_BOB", name="Bob")

@@ -18,8 +18,8 @@ from engine_fixtures import new_record
 from redis_server import RedisServer, redis_cli
 
 from bridge.record import AskStatus, Responder
-from bridge.store.base import StoreUnavailable, giving_up_after
 from bridge.store.redis import RedisStore
+from bridge.store.terms import StoreUnavailable, giving_up_after
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
 

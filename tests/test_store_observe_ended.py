@@ -17,8 +17,9 @@ from redis.asyncio.cluster import RedisCluster
 from bridge.aio import next_within, stop
 from bridge.models import Answer
 from bridge.record import AskStatus, Responder
-from bridge.store.base import Delivery, Store
+from bridge.store.base import Store
 from bridge.store.redis import RedisStore
+from bridge.store.terms import Delivery
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
 YES = (Answer(question="Question number 0?", selected=("Yes",)),)

@@ -1,4 +1,4 @@
-"""Commands packed by hiredis (``bridge.store.redis_connect.packed``): the same bytes redis-py's
+"""Commands packed by hiredis (``bridge.store.redis.connect.packed``): the same bytes redis-py's
 own packer writes, the same refusals, on every kind of connection a store opens."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from redis.exceptions import DataError
 from redis_server import RedisServer
 
 from bridge.store.redis import RedisStore
-from bridge.store.redis_connect import connect, packed
+from bridge.store.redis.connect import connect, packed
 
 ARGS: list[tuple[Any, ...]] = [
     ("PING",),

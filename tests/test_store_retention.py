@@ -22,9 +22,10 @@ from bridge.feed import outcome_payload, render_delivery
 from bridge.models import Answer, Option, QuestionSet
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
 from bridge.result import answers_result
-from bridge.store.base import Delivery, DuplicateAsk, Store, SubmitOutcome, creation_text
+from bridge.store.base import Store
 from bridge.store.keys import Fields
 from bridge.store.redis import RedisStore
+from bridge.store.terms import Delivery, DuplicateAsk, SubmitOutcome, creation_text
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
 BOB = Responder(user_id="U_BOB", name="Bob")
@@ -204,7 +205,8 @@ async def test_the_stored_body_loses_exactly_the_descriptions(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
     """The body an ended ask keeps is the canonical JSON of the record without descriptions,
-    whatever its texts hold: the surgery in ask.lua cut nothing else."""
+    whatever its texts hold: the surgery in lua/lib/core.lua (``undescribed``) cut
+    nothing else."""
     url = url_for(kind, request)
     assert url is not None
     store = RedisStore.from_url(url, prefix=f"ret{secrets.token_hex(3)}")

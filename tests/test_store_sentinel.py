@@ -14,8 +14,8 @@ from redis_server import parse_reply, redis_cli, redis_sentinel, wait_until
 
 from bridge.models import Answer
 from bridge.record import AskStatus, Responder
-from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
+from bridge.store.terms import SubmitOutcome
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
 YES = (Answer(question="Question number 0?", selected=("Yes",)),)

@@ -23,9 +23,9 @@ from redis_server import RedisServer, redis_cluster
 
 from bridge.models import Answer
 from bridge.record import AskRecord, Responder
-from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
-from bridge.store.redis_shards import slot_tag
+from bridge.store.redis.shards import slot_tag
+from bridge.store.terms import SubmitOutcome
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
 YES = (Answer(question="Question number 0?", selected=("Yes",)),)

@@ -11,7 +11,8 @@ from engine_fixtures import StoreFactory, new_record
 
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, Destination, FollowUps, MessageRef, Responder
-from bridge.store.base import TIMER_TRIES, Store
+from bridge.store.base import Store
+from bridge.store.terms import TIMER_TRIES
 
 ALICE = Responder(user_id="U_ALICE", name="Alice")
 YES = (Answer(question="Question number 0?", selected=("Yes",)),)

@@ -1,6 +1,6 @@
 """The sweeper over every store backend: expiry is decided by the ``now`` it is given, each ask is
 expired by exactly one of several overlapping sweepers, and re-rendered once -- no sleeping. And
-the one step that shows a final state (:mod:`bridge.rendering`), from sweeps and from clicks."""
+the one step that shows a final state (:mod:`bridge.showing`), from sweeps and from clicks."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from engine_fixtures import StoreFactory, new_record
 
 from bridge.answering import Answering, Caller, Outcome
+from bridge.clicks import Clicks
 from bridge.memory_poster import MemoryPoster
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
@@ -22,7 +23,7 @@ ALICE = Responder(user_id="U_ALICE", name="Alice")
 YES = (Answer(question="Question number 0?", selected=("Yes",)),)
 
 
-async def test_sweep_once_at_a_given_time_expires_and_rerenders_once(
+async def test_sweep_once_at_a_given_time_expires_and_shows_once(
     make_store: StoreFactory,
 ) -> None:
     poster = MemoryPoster()
@@ -107,19 +108,20 @@ async def test_late_clicks_cost_one_update_per_interval(make_store: StoreFactory
     poster = MemoryPoster()
     replicas = [await make_store(), await make_store()]
     answering = [Answering(s, poster, Replies(mention=lambda who: who, text=str)) for s in replicas]
+    clicks = [Clicks(a) for a in answering]
     rec = new_record()
     await replicas[0].create(rec)
     ref = await poster.post(rec)
     await replicas[0].set_message(rec.id, ref)
     first = await answering[0].pick(rec.id, 0, 0, Caller("U_ALICE"))
     assert first.outcome is Outcome.ACCEPTED
-    answering[0].settle(first)
+    clicks[0].show(first)
     for i in range(50):
         verdict = await answering[i % 2].pick(rec.id, 0, 1, Caller(f"U_LATE{i}"))
-        assert verdict.outcome is Outcome.ALREADY_ANSWERED and verdict.rerender
-        answering[i % 2].settle(verdict)
-    for a in answering:
-        await a.drain()
+        assert verdict.outcome is Outcome.ALREADY_ANSWERED and verdict.show_final
+        clicks[i % 2].show(verdict)
+    for c in clicks:
+        await c.drain()
     (update,) = poster.updated(rec.id)
     assert update.status is AskStatus.ANSWERED
 
@@ -145,7 +147,7 @@ class _Gate(MemoryPoster):
         await super().update(record)
 
 
-async def test_an_expiry_storm_is_rerendered_concurrently_within_the_bound(
+async def test_an_expiry_storm_is_shown_concurrently_within_the_bound(
     make_store: StoreFactory,
 ) -> None:
     store = await make_store()

@@ -176,18 +176,18 @@ def _cancel(args: argparse.Namespace) -> int:
             return FAILED
         print(f"cancelled {closed.id}")
         if closed.message is not None:
-            await _rerender(store, closed)
+            await _show_final(store, closed)
         return 0
 
     return _run(go, args)
 
 
-async def _rerender(store: Any, record: Any) -> None:
+async def _show_final(store: Any, record: Any) -> None:
     """Show the cancellation on the platform, if this machine can reach it, through the one step
-    every ending takes (:func:`bridge.rendering.show_final`: claimed, so no replica repeats it;
+    every ending takes (:func:`bridge.showing.show_final`: claimed, so no replica repeats it;
     marked shown, so no sweeper does; a failure is logged and left to a later sweep)."""
     from bridge.platform import PlatformUnavailable, resolve_platform
-    from bridge.rendering import show_final
+    from bridge.showing import show_final
 
     posters = {}
     for platform in sorted({m.platform for m in record.messages}):  # escalations' too

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bridge.store.base import (
+from bridge.store.base import Store
+from bridge.store.memory import MemoryStore
+from bridge.store.terms import (
     Delivery,
     DuplicateAsk,
     HistoryEvent,
     PendingPage,
-    Store,
     StoreUnavailable,
     SubmitOutcome,
     SubmitResult,
 )
-from bridge.store.memory import MemoryStore
 
 if TYPE_CHECKING:
     from bridge.store.redis import RedisStore

@@ -9,450 +9,48 @@ single atomic step in the backend, so replicas can race freely.
 from __future__ import annotations
 
 import contextlib
-import json
-import math
-import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from typing import Any
 
-from pydantic import BaseModel, Field
-
-from bridge.models import Answer, QuestionSet
+# The answer vocabulary and the form rules live in bridge.judging, the contract's terms in
+# bridge.store.terms; re-exported here, where callers and other backends import them from.
+from bridge.judging import MAX_TYPED as MAX_TYPED
+from bridge.judging import FormProblem as FormProblem
+from bridge.judging import Picks as Picks
+from bridge.judging import form_answers, picked_answer
+from bridge.judging import form_problems as form_problems
+from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
-from bridge.text import typed
-
-DEFAULT_RETENTION = 30 * 86400.0
-"""Seconds a finished ask (record, audit trail, feed entry) is kept."""
-DEFAULT_LEASE_TTL = 30.0
-"""Seconds a waiting call's lease outlives its last sign of life."""
-DEFAULT_RENDER_INTERVAL = 10.0
-"""Seconds between two claims to show an ended ask's final state (:meth:`Store.claim_render`):
-late clicks on an answered ask cost at most one message update per interval across replicas, and
-the sweeper re-renders a final state nobody showed no sooner than this after the ask ended."""
-RENDER_TRIES = 5
-"""Claims to show a final state after which the sweeper gives up on a message that cannot be
-updated (deleted, channel archived): it would otherwise retry it every interval until retention."""
-DEFAULT_TIMER_RETRY = 60.0
-"""Seconds after which a reminder or escalation a sweeper claimed but never marked done (its
-process died, or posting failed) may be claimed again (:meth:`Store.claim_timers`). Longer than
-any post takes, so a slow post is not doubled by another replica."""
-TIMER_TRIES = 5
-"""Claims of one reminder or escalation after which it is given up (logged with ``gave_up``), so
-a destination that refuses every post does not hold back the next step."""
-SWEEP_BATCH = 500
-"""Asks one step of a sweep expires (:meth:`Store.sweep_batches`): one round trip to a networked
-store, and the records a sweeper holds at once."""
-DEFAULT_ENDED_IDLE = 300.0
-"""Seconds an ended-ask delivery may sit unacknowledged and unkept at one consumer before another
-consumer takes it over (:meth:`Store.ended`): that consumer is taken to have died."""
-DEFAULT_NOISE_CAP = 500
-"""Noise events (:data:`NOISE_KINDS`) an ask's audit trail keeps; older ones are counted only."""
-NOISE_KINDS = frozenset({"refused", "late", "opened", "resubmitted"})
-"""Events anyone who sees the message can cause at will. They are kept apart from the lifecycle
-events and capped, so a flood of clicks never pushes ``created`` or ``answered`` out of the trail.
-``resubmitted`` is a person changing their submission to an ask needing several people: their
-first one is logged ``submitted`` (lifecycle), each change after it is noise, so one person
-flipping their answer thousands of times keeps the trail bounded (their current submission is
-always on the record). (``ask.lua`` spells the same set.)"""
-NO_LONGER_ALLOWED = "no longer allowed to answer"
-"""The ``reason`` of a ``withdrawn`` event: the person lost the authority that admitted their
-submission (removed from the answering group or role) before it would have counted."""
-NOISE_DROPPED = "noise_dropped"
-"""Kind of the one event :meth:`Store.history` adds where older noise events were dropped; its
-``detail`` is ``{"dropped": <how many>}``."""
-CREATION_FIELDS = frozenset(
-    {
-        *("id", "questions", "destination", "context", "answerers", "required"),
-        *("follow_ups", "notify"),
-        *("created_at", "expires_at", "deferred", "tell_model_who"),
-    }
-)
-"""The fields of a record fixed by :meth:`Store.create` (``deferred`` as created): a repeated
-create with equal values is the same ask, one with other values a :class:`DuplicateAsk`."""
-
-FEED_OBSERVERS: list[Callable[[AskRecord | str], None]] = []
-"""Called with every ask this process puts on the answers feed: its record, or only its id where
-the backend holds no more (Redis hands an ask over by id). A hand-off is decided inside a backend
-(the memory store's lock, ``ask.lua``), so the store tells it as it happens instead of returning
-it through every operation that may cause it (submit, close, release, a sweep); and it tells it
-here, importing nothing above it: :mod:`bridge.metrics` subscribes its ``handed_to_feed`` log
-line when it is imported, as it is by every module that drives asks (asking, answering, sweeper,
-runtime)."""
-
-_KIND = re.compile(r"^[a-z][a-z_]{0,31}$")
-
-
-def tell_handed_to_feed(ask: AskRecord | str) -> None:
-    """Tell each of :data:`FEED_OBSERVERS` that ``ask`` was put on the answers feed: called by a
-    backend right where it puts it there, so each hand-off is told once, by the process that made
-    it."""
-    for observe in FEED_OBSERVERS:
-        observe(ask)
-
-
-def check_event_kind(kind: str) -> None:
-    """Refuse an audit-trail kind that is not lower_snake_case of at most 32 characters."""
-    if not _KIND.match(kind):
-        raise ValueError(f"event kind must be lower_snake_case, at most 32 chars: {kind!r}")
-
-
-def check_close_status(status: AskStatus) -> None:
-    """Refuse a :meth:`Store.close` to anything but expired or cancelled."""
-    if status not in (AskStatus.EXPIRED, AskStatus.CANCELLED):
-        raise ValueError(f"close() ends an ask as expired or cancelled, not {status}")
-
-
-def creation_text(record: AskRecord) -> str:
-    """Canonical JSON of the :data:`CREATION_FIELDS` of ``record``: equal records, equal text."""
-    return record.model_dump_json(include=set(CREATION_FIELDS))
-
-
-def merge_history(
-    lifecycle: Sequence[tuple[int, HistoryEvent]],
-    noise: Sequence[tuple[int, HistoryEvent]],
-    dropped: int,
-) -> list[HistoryEvent]:
-    """The audit trail in the order things happened, from its two parts (events numbered in one
-    sequence per ask), with one :data:`NOISE_DROPPED` event where dropped noise would have been."""
-    if dropped and noise:
-        first_seq, first = noise[0]
-        summary = HistoryEvent(at=first.at, kind=NOISE_DROPPED, detail={"dropped": dropped})
-        noise = [(first_seq, summary), *noise]
-    elif dropped:
-        summary = HistoryEvent(at=0.0, kind=NOISE_DROPPED, detail={"dropped": dropped})
-        noise = [(0, summary)]
-    merged = sorted(
-        [(seq, 0, e) for seq, e in lifecycle] + [(seq, 1, e) for seq, e in noise],
-        key=lambda item: (item[0], item[1]),
-    )
-    return [e for _, _, e in merged]
-
-
-def dump_answers(answers: Sequence[Answer]) -> tuple[list[dict[str, Any]], str]:
-    """The answers as JSON-ready dicts for the audit trail, and their canonical text: equal
-    answers give equal text, which is how a repeated submission is recognised.
-
-    The audit trail's answers leave out the question texts (answer ``i`` answers question ``i``
-    of the record): each refused or late click would otherwise store every question again."""
-    canonical = json.dumps(
-        [a.model_dump(mode="json") for a in answers],
-        separators=(",", ":"),
-        sort_keys=True,
-        ensure_ascii=False,  # UTF-8 as is (a 3-byte character would take 6), as ask.lua writes it
-    )
-    return [a.model_dump(mode="json", exclude={"question"}) for a in answers], canonical
-
-
-class SubmitOutcome(StrEnum):
-    """How a submission was judged. ``ACCEPTED``, ``REPEATED`` and ``RECORDED`` mean "your
-    submission stands"; only ``ACCEPTED``, and ``REPEATED`` of an answered ask, mean it is the
-    ask's answer."""
-
-    ACCEPTED = "accepted"  # this submission answered the ask (with required K: it made K agree)
-    REPEATED = "repeated"  # the same person sent the same answer again: idempotent success
-    # (of an answered ask: their answer is among the accepted; pending: their submission stands)
-    RECORDED = "recorded"  # required K >= 2: this submission is recorded (new, or replacing the
-    # person's earlier one) but fewer than K agree yet; record.submissions holds it
-    ALREADY_ANSWERED = "already_answered"  # someone answered first; see record.answered_by
-    CLOSED = "closed"  # the ask expired or was cancelled -- perhaps by this very submission
-    # (it was past expires_at): then nobody else re-renders it, the caller must (Store.submit)
-    NOT_ALLOWED = "not_allowed"  # the person is not among the ask's answerers; nothing changed
-    NOT_FOUND = "not_found"  # no such ask (never existed, or past its retention)
-    # only from Store.pick and Store.submit_form, with nothing changed:
-    INVALID = "invalid"  # not a one-click ask, or no such question or option; a form's problems
-    GROUPS = "groups"  # look up the person's groups among record.answerers, then pick again
-    # only with ``verified`` given (required K >= 2), with nothing changed:
-    VERIFY = "verify"  # this would make K agree: re-check SubmitResult.verify's people, retry
-
-
-MAX_TYPED = 2000
-"""Longest typed answer accepted (Slack's text input allows 3000, Discord's 4000)."""
-
-
-@dataclass(frozen=True)
-class Picks:
-    """One question's part of a submitted form: chosen option indices and typed text."""
-
-    selected: tuple[int, ...] = ()
-    text: str | None = None
-
-
-class FormProblem(StrEnum):
-    """Why a form's answer to one question cannot be taken (:meth:`Store.submit_form`); the
-    answering layer words it for the person."""
-
-    NO_SUCH_QUESTION = "no_such_question"
-    NO_SUCH_OPTION = "no_such_option"
-    TOO_LONG = "too_long"  # the typed text is longer than MAX_TYPED
-    NEED_ANSWER = "need_answer"
-    ONE_ONLY = "one_only"  # several options of a single-select question
-    NOT_BOTH = "not_both"  # an option and typed text for a single-select question
-
-
-def typed_text(picks: Picks) -> tuple[str | None, bool]:
-    """A question's typed text as it is judged and kept: :func:`bridge.text.typed` (what the
-    person sees of it, trimmed; ``None`` when they would see nothing, so a text of only spaces
-    or only zero-width characters answers nothing), at most :data:`MAX_TYPED` characters, and
-    whether it was longer than that. Lone surrogates (a JSON escape in a platform's payload)
-    become U+FFFD, so the text can be stored.
-
-    Both stores judge a form by this one function: :meth:`Store.submit_form` here, and the
-    networked store before its script runs (``ask.lua`` takes the text as this gives it and
-    only tells text from ``null``), so no second rule for "blank" lives in Lua."""
-    text = typed(picks.text or "") or ""
-    return text[:MAX_TYPED] or None, len(text) > MAX_TYPED
-
-
-def form_problems(questions: QuestionSet, picks: Mapping[int, Picks]) -> dict[int, FormProblem]:
-    """What is wrong with a submitted form, by question index; empty when it answers every
-    question completely and nothing else. (``ask.lua``'s ``form`` op judges the same way.)"""
-    qs = questions.questions
-    problems: dict[int, FormProblem] = {}
-    for i in picks:
-        if not 0 <= i < len(qs):
-            problems[i] = FormProblem.NO_SUCH_QUESTION
-    for i, q in enumerate(qs):
-        got = picks.get(i, Picks())
-        text, too_long = typed_text(got)
-        chosen = set(got.selected)
-        if any(not 0 <= o < len(q.options) for o in chosen):
-            problems[i] = FormProblem.NO_SUCH_OPTION
-        elif too_long:
-            problems[i] = FormProblem.TOO_LONG
-        elif not chosen and not text:
-            problems[i] = FormProblem.NEED_ANSWER
-        elif not q.multiSelect and len(chosen) > 1:
-            problems[i] = FormProblem.ONE_ONLY
-        elif not q.multiSelect and chosen and text:
-            problems[i] = FormProblem.NOT_BOTH
-    return problems
-
-
-def form_answers(questions: QuestionSet, picks: Mapping[int, Picks]) -> list[Answer]:
-    """A form's answers, in question order, with full labels taken from the stored question
-    set (options out of range left out: an ended ask judges the form whatever it holds)."""
-    answers = []
-    for i, q in enumerate(questions.questions):
-        got = picks.get(i, Picks())
-        chosen = sorted({o for o in got.selected if 0 <= o < len(q.options)})
-        labels = tuple(q.options[o].label for o in chosen)
-        answers.append(Answer(question=q.question, selected=labels, other_text=typed_text(got)[0]))
-    return answers
-
-
-class SubmitResult:
-    """How a submission was judged, and the ask as it stood after it.
-
-    ``record`` is built when first read: a networked store keeps the stored fields until then,
-    so a caller that needs only the outcome (an agent answering through the store, a bench)
-    never builds a record, and one that reads it builds it once."""
-
-    __slots__ = ("_build", "_record", "outcome", "problems", "verify")
-
-    def __init__(
-        self,
-        outcome: SubmitOutcome,
-        record: AskRecord | None,
-        problems: Mapping[int, FormProblem] | None = None,
-        *,
-        build: Callable[[], AskRecord] | None = None,
-        verify: tuple[str, ...] = (),
-    ) -> None:
-        self.outcome = outcome
-        self.problems: Mapping[int, FormProblem] = problems or {}
-        """``INVALID`` forms (:meth:`Store.submit_form`): what is wrong with each question."""
-        self.verify = verify
-        """``VERIFY``: the keys (:attr:`~bridge.record.Submission.key`) of the submissions whose
-        people's authority the caller must re-check before this one may make K agree."""
-        self._record = record
-        self._build = build
-
-    @property
-    def record(self) -> AskRecord | None:
-        """The ask after the submission (``None``: not found)."""
-        if self._build is not None:
-            self._record, self._build = self._build(), None
-        return self._record
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome in (
-            SubmitOutcome.ACCEPTED,
-            SubmitOutcome.REPEATED,
-            SubmitOutcome.RECORDED,
-        )
-
-    def __repr__(self) -> str:
-        return f"SubmitResult({self.outcome!r}, {self.record!r}, {dict(self.problems)!r})"
-
-
-class HistoryEvent(BaseModel):
-    """One line of an ask's audit trail."""
-
-    at: float
-    kind: str
-    """What happened. The stores record created, posted, deferred, refused, late, submitted
-    (one of several people's submissions, recorded before they agree), answered,
-    expired, cancelled, handed_to_feed, rendered, reminded (``{"n": ...}``) and escalated
-    (``{"to": <destination>, "message": <message>}``; both with ``"gave_up": true`` instead when
-    every try failed) (and :data:`NOISE_DROPPED` in
-    :meth:`Store.history`); callers add their own through :meth:`Store.record_event` (the chat
-    handler post_failed, the Slack app opened, the webhook worker webhook)."""
-    user_id: str | None = None
-    detail: dict[str, Any] = Field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TimerClaim:
-    """A reminder or escalation claimed by :meth:`Store.claim_timers`: post it, then
-    :meth:`Store.timer_done`. Nobody else posts it unless this claim is not marked done within
-    the store's timer-retry interval."""
-
-    ask_id: str
-    kind: Literal["remind", "escalate"]
-    n: int
-    """Which reminder, from 1 (1 for the escalation)."""
-    record: AskRecord
-    """The ask as it stood when claimed (pending)."""
-
-    @property
-    def step(self) -> str:
-        """The step's name in the store: ``escalate`` or ``remind:<n>``."""
-        return "escalate" if self.kind == "escalate" else f"remind:{self.n}"
-
-
-def parse_step(ask_id: str, step: str, record: AskRecord) -> TimerClaim:
-    """The :class:`TimerClaim` for a store's step name (see :attr:`TimerClaim.step`)."""
-    if step == "escalate":
-        return TimerClaim(ask_id, "escalate", 1, record)
-    return TimerClaim(ask_id, "remind", int(step.removeprefix("remind:")), record)
-
-
-def timer_detail(claim: TimerClaim, message: MessageRef | None) -> dict[str, Any]:
-    """The audit-trail detail of a step done: ``reminded`` names its number, ``escalated``
-    where it went."""
-    if claim.kind == "remind":
-        return {"n": claim.n}
-    follow = claim.record.follow_ups
-    to = follow.escalate_to if follow is not None else None
-    return {
-        "to": to.model_dump(mode="json") if to is not None else None,
-        "message": message.model_dump(mode="json") if message is not None else None,
-    }
-
-
-@dataclass(frozen=True)
-class Ended:
-    """An ask a sweep says should be shown now (:meth:`Store.sweep_batches`): what a sweeper
-    needs to pick the poster for it; the record comes with the claim to show it."""
-
-    ask_id: str
-    platform: str
-    expired: bool = False
-    """This very sweep expired it (so the sweeper counts the expiry once)."""
-
-
-@dataclass(frozen=True)
-class PendingPage:
-    """One page of pending asks (:meth:`Store.pending_page`)."""
-
-    asks: list[AskRecord]
-    cursor: str | None
-    """Pass to the next call for the next page; ``None``: there is none."""
-
-
-def page_key(record: AskRecord) -> tuple[float, str]:
-    """Where an ask sits in the pending pages: newest first, then id (descending)."""
-    return (record.created_at, record.id)
-
-
-def page_cursor(created_at: float, ask_id: str) -> str:
-    """The cursor after the ask at ``(created_at, ask_id)`` (opaque to callers)."""
-    return f"{created_at!r}/{ask_id}"
-
-
-def parse_cursor(cursor: str) -> tuple[float, str]:
-    """A cursor's position; ``ValueError`` (a clear one) for anything else."""
-    score, sep, ask_id = cursor.partition("/")
-    try:
-        if not sep or not ask_id:
-            raise ValueError
-        return float(score), ask_id
-    except ValueError:
-        raise ValueError(f"not a cursor this store gave out: {cursor!r}") from None
-
-
-def page_matches(
-    record: AskRecord,
-    channel: str | None,
-    created_after: float | None,
-    created_before: float | None,
-) -> bool:
-    """Whether a pending ask passes :meth:`Store.pending_page`'s filters."""
-    where = record.destination
-    if channel is not None and channel not in (where.channel, where.user):
-        return False
-    if created_after is not None and record.created_at < created_after:
-        return False
-    return created_before is None or record.created_at <= created_before
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """An answer handed out by the answers feed; ack it once the next turn has been started."""
-
-    delivery_id: str
-    record: AskRecord
-
-
-class StoreUnavailable(Exception):
-    """The store could not be reached or did not answer (connection refused or reset, timeout,
-    failover in progress, cluster down).
-
-    Retrying the operation is safe. ``maybe_saved`` says whether it may have taken effect: it is
-    ``False`` only when that is certain -- the operation never reached the store, and never
-    will, its caller having given up (:func:`giving_up_after`) -- so a person may be told
-    "nothing was saved" only then. Only a networked store raises it; ``MemoryStore`` never does.
-    """
-
-    def __init__(self, message: str, *, maybe_saved: bool = True) -> None:
-        super().__init__(message)
-        self.maybe_saved = maybe_saved
-
-
-_give_up_at: ContextVar[float | None] = ContextVar("ask_bridge_give_up_at", default=None)
-
-
-@contextlib.contextmanager
-def giving_up_after(seconds: float) -> Iterator[None]:
-    """Store operations started in this block stop waiting ``seconds`` from now, raising
-    :class:`StoreUnavailable`: ``maybe_saved=False`` for one that never reached the store (it is
-    withdrawn: it will not take effect later, when the store is back), else ``True``.
-
-    For callers that must answer someone in time (a click is judged within seconds), and then
-    say truthfully what happened. Without it an operation waits as long as the store's own
-    retries last. Nested, the earlier deadline holds."""
-    outer = _give_up_at.get()
-    token = _give_up_at.set(min(time.monotonic() + seconds, outer or math.inf))
-    try:
-        yield
-    finally:
-        _give_up_at.reset(token)
-
-
-def give_up_at() -> float | None:
-    """The deadline (``time.monotonic()``, the event loop's clock) of :func:`giving_up_after`
-    around the current operation, if any."""
-    return _give_up_at.get()
-
-
-class DuplicateAsk(ValueError):
-    """:meth:`Store.create` of an id that already exists; the existing ask is unchanged."""
+from bridge.store.terms import CREATION_FIELDS as CREATION_FIELDS
+from bridge.store.terms import DEFAULT_CLAIM_IDLE as DEFAULT_CLAIM_IDLE
+from bridge.store.terms import DEFAULT_ENDED_IDLE as DEFAULT_ENDED_IDLE
+from bridge.store.terms import DEFAULT_LEASE_TTL as DEFAULT_LEASE_TTL
+from bridge.store.terms import DEFAULT_NOISE_CAP as DEFAULT_NOISE_CAP
+from bridge.store.terms import DEFAULT_RENDER_INTERVAL as DEFAULT_RENDER_INTERVAL
+from bridge.store.terms import DEFAULT_RETENTION as DEFAULT_RETENTION
+from bridge.store.terms import DEFAULT_TIMER_RETRY as DEFAULT_TIMER_RETRY
+from bridge.store.terms import FEED_OBSERVERS as FEED_OBSERVERS
+from bridge.store.terms import NOISE_DROPPED as NOISE_DROPPED
+from bridge.store.terms import NOISE_KINDS as NOISE_KINDS
+from bridge.store.terms import SWEEP_BATCH as SWEEP_BATCH
+from bridge.store.terms import TIMER_TRIES as TIMER_TRIES
+from bridge.store.terms import Delivery as Delivery
+from bridge.store.terms import DuplicateAsk as DuplicateAsk
+from bridge.store.terms import Ended as Ended
+from bridge.store.terms import HistoryEvent as HistoryEvent
+from bridge.store.terms import PageQuery as PageQuery
+from bridge.store.terms import PendingPage as PendingPage
+from bridge.store.terms import StoreSettings as StoreSettings
+from bridge.store.terms import StoreUnavailable as StoreUnavailable
+from bridge.store.terms import SubmitOutcome as SubmitOutcome
+from bridge.store.terms import SubmitResult as SubmitResult
+from bridge.store.terms import Submitting as Submitting
+from bridge.store.terms import TimerClaim as TimerClaim
+from bridge.store.terms import check_batch_size, page_cursor, page_key, parse_cursor
+from bridge.store.terms import creation_text as creation_text
+from bridge.store.terms import giving_up_after as giving_up_after
 
 
 class Store(ABC):
@@ -460,7 +58,44 @@ class Store(ABC):
 
     Every operation of a networked store may raise :class:`StoreUnavailable`; bad arguments raise
     ``ValueError``. Unknown or retention-expired asks are not errors: reads give ``None`` or empty.
+
+    The semantics every backend shares live here, as template methods (the pattern of saq's
+    ``Queue``): the settings, filling in a submission's defaults (:class:`Submitting`), judging
+    a click or form by :mod:`bridge.judging` before it is submitted. A backend implements the
+    steps that must be atomic, each one step of its own (under a lock, in one script).
     """
+
+    def __init__(
+        self,
+        *,
+        retention: float = DEFAULT_RETENTION,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        claim_idle: float = DEFAULT_CLAIM_IDLE,
+        noise_cap: int = DEFAULT_NOISE_CAP,
+        render_interval: float = DEFAULT_RENDER_INTERVAL,
+        timer_retry: float = DEFAULT_TIMER_RETRY,
+        ended_idle: float = DEFAULT_ENDED_IDLE,
+    ) -> None:
+        """The settings every backend shares (each attribute says what it is for)."""
+        self.retention = retention
+        """Seconds a finished ask is kept."""
+        self.lease_ttl = lease_ttl
+        """Seconds a waiting call's lease outlives its last sign of life."""
+        self.claim_idle = claim_idle
+        """Seconds a delivery of the answers feed (:meth:`feed`) may sit unacknowledged at one
+        consumer before another takes it over."""
+        if noise_cap < 1:
+            raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
+        self._noise_cap = noise_cap
+        """Noise events an audit trail keeps (:data:`NOISE_KINDS`)."""
+        self.render_interval = render_interval
+        """Seconds before a claim to show an ended ask (:meth:`claim_render`) may be made
+        again."""
+        self.timer_retry = timer_retry
+        """Seconds before a claimed follow-up step (:meth:`claim_timers`) may be claimed again."""
+        self.ended_idle = ended_idle
+        """Seconds a delivery of the ended asks (:meth:`ended`) may sit unacknowledged (and
+        unkept) at one consumer before another takes it over."""
 
     @abstractmethod
     async def create(self, record: AskRecord) -> None:
@@ -502,7 +137,6 @@ class Store(ABC):
         back and the caller should use the answer instead of deferring.
         """
 
-    @abstractmethod
     async def submit(
         self,
         ask_id: str,
@@ -547,6 +181,12 @@ class Store(ABC):
         removed from the answering group after submitting no longer approves. ``None``: the
         caller cannot re-check; submissions count as they were made.
         """
+        return await self._submit(ask_id, Submitting.of(who, now, attempt, verified), answers)
+
+    @abstractmethod
+    async def _submit(self, ask_id: str, by: Submitting, answers: Sequence[Answer]) -> SubmitResult:
+        """:meth:`submit` with its defaults filled in: the backend's one atomic step, judging by
+        :mod:`bridge.judging` (who may answer, agreement, where the outcome goes)."""
 
     async def pick(
         self,
@@ -568,24 +208,23 @@ class Store(ABC):
         question) or has no such question or option. ``groups_unknown``: the caller can look up
         the person's groups; a person not named among the answerers then gets ``GROUPS`` (with
         the record, whose ``answerers`` to look up) and should pick again with their groups.
-        Neither records anything. This default reads, then submits; a networked store does both
-        in one atomic step."""
+        Neither records anything."""
+        by = Submitting.of(who, now, attempt, verified, groups_unknown)
+        return await self._pick(ask_id, by, question, option)
+
+    async def _pick(self, ask_id: str, by: Submitting, question: int, option: int) -> SubmitResult:
+        """:meth:`pick` with its defaults filled in. This default reads, then submits (two
+        steps, which a store in this process can afford); a networked store does both in one
+        atomic step, judging as :func:`~bridge.judging.picked_answer` does."""
         record = await self.get(ask_id)
         if record is None:
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
-        qs = record.questions.questions
-        if (
-            len(qs) != 1
-            or qs[0].multiSelect
-            or not 0 <= question < len(qs)
-            or not 0 <= option < len(qs[question].options)
-        ):
+        answer = picked_answer(record.questions, question, option)
+        if answer is None:
             return SubmitResult(SubmitOutcome.INVALID, record)
-        if groups_unknown and not record.may_answer(who):
+        if by.groups_unknown and not record.may_answer(by.who):
             return SubmitResult(SubmitOutcome.GROUPS, record)
-        q = qs[question]
-        answer = Answer(question=q.question, selected=(q.options[option].label,))
-        return await self.submit(ask_id, who, [answer], now=now, attempt=attempt, verified=verified)
+        return await self._submit(ask_id, by, [answer])
 
     async def submit_form(
         self,
@@ -605,8 +244,16 @@ class Store(ABC):
 
         ``INVALID`` (with the record and :attr:`SubmitResult.problems`) when a *pending* ask's
         form has problems; an ended ask is judged by :meth:`submit` whatever the form says (it
-        knows a repeat). ``groups_unknown`` as for :meth:`pick`. Neither records anything. This
-        default reads, then submits; a networked store does both in one atomic step."""
+        knows a repeat). ``groups_unknown`` as for :meth:`pick`. Neither records anything."""
+        by = Submitting.of(who, now, attempt, verified, groups_unknown)
+        return await self._submit_form(ask_id, by, picks)
+
+    async def _submit_form(
+        self, ask_id: str, by: Submitting, picks: Mapping[int, Picks]
+    ) -> SubmitResult:
+        """:meth:`submit_form` with its defaults filled in. This default reads, then submits (as
+        :meth:`_pick`); a networked store does both in one atomic step, measuring the typed text
+        first (:func:`~bridge.judging.typed_text`)."""
         record = await self.get(ask_id)
         if record is None:
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
@@ -614,10 +261,9 @@ class Store(ABC):
             problems = form_problems(record.questions, picks)
             if problems:
                 return SubmitResult(SubmitOutcome.INVALID, record, problems)
-        if groups_unknown and not record.may_answer(who):
+        if by.groups_unknown and not record.may_answer(by.who):
             return SubmitResult(SubmitOutcome.GROUPS, record)
-        answers = form_answers(record.questions, picks)
-        return await self.submit(ask_id, who, answers, now=now, attempt=attempt, verified=verified)
+        return await self._submit(ask_id, by, form_answers(record.questions, picks))
 
     @abstractmethod
     async def close(
@@ -709,19 +355,25 @@ class Store(ABC):
         when what follows was filtered out or ended meanwhile).
 
         Reads only as far as the page needs, so an operator can look at 100,000 pending asks
-        without reading them all. This default pages over :meth:`list_pending`, which a store in
-        memory can afford; a networked store reads its index page by page."""
+        without reading them all."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
         after = parse_cursor(cursor) if cursor is not None else None
+        return await self._pending_page(
+            PageQuery(limit, after, channel, created_after, created_before)
+        )
+
+    async def _pending_page(self, query: PageQuery) -> PendingPage:
+        """:meth:`pending_page` as asked, checked. This default pages over :meth:`list_pending`,
+        which a store in memory can afford; a networked store reads its index page by page."""
         ordered = sorted(await self.list_pending(), key=page_key, reverse=True)
         found: list[AskRecord] = []
         for record in ordered:
-            if after is not None and page_key(record) >= after:
+            if query.after is not None and page_key(record) >= query.after:
                 continue
-            if page_matches(record, channel, created_after, created_before):
+            if query.matches(record):
                 found.append(record)
-                if len(found) == limit:
+                if len(found) == query.limit:
                     more = record is not ordered[-1]
                     return PendingPage(found, page_cursor(*page_key(record)) if more else None)
         return PendingPage(found, None)
@@ -748,8 +400,7 @@ class Store(ABC):
                     found.append(record)
         return found
 
-    @abstractmethod
-    def sweep_batches(
+    async def sweep_batches(
         self, now: float | None = None, *, size: int = SWEEP_BATCH
     ) -> AsyncIterator[list[Ended]]:
         """:meth:`sweep`, one bounded batch (at most ``size`` asks visited) at a time, naming
@@ -758,8 +409,17 @@ class Store(ABC):
         (a networked store sweeps a few batches at once) -- so a sweeper starts showing the first
         expiries while the store expires the rest, and a storm of 100,000 never builds 100,000
         records (showing one reads it anyway, through :meth:`claim_render`)."""
+        check_batch_size(size)
+        batches = self._sweep_batches(time.time() if now is None else now, size)
+        async with contextlib.aclosing(batches):  # a caller that stops early stops the visits
+            async for batch in batches:
+                yield batch
 
     @abstractmethod
+    def _sweep_batches(self, now: float, size: int) -> AsyncGenerator[list[Ended]]:
+        """:meth:`sweep_batches` with ``now`` filled in and ``size`` checked: the backend's
+        visits, each batch its own atomic steps."""
+
     async def claim_render(
         self,
         ask_id: str,
@@ -779,6 +439,15 @@ class Store(ABC):
 
         Throttles re-renders (late clicks on an answered ask cost at most one update per interval)
         and keeps two replicas from rendering the same ending at once."""
+        return await self._claim_render(
+            ask_id, time.time() if now is None else now, message, unshown
+        )
+
+    @abstractmethod
+    async def _claim_render(
+        self, ask_id: str, now: float, message: MessageRef | None, unshown: bool
+    ) -> AskRecord | None:
+        """:meth:`claim_render` with ``now`` filled in: the backend's one atomic step."""
 
     @abstractmethod
     async def mark_rendered(self, ask_id: str) -> None:

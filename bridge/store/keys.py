@@ -36,7 +36,7 @@ writes them in its one atomic step, as each entry below says):
                      (``AskRecord.follow_ups``), scored by when its next one is due, or when a
                      claim of it that nobody marked done may be claimed again. Added (before the
                      create script) when such an ask is created; each sweep claims what is due
-                     through ``ask.lua`` (op ``timer``, at most one step per ask at a time) and
+                     through the ``timer`` script (at most one step per ask at a time) and
                      rescores or drops it; an ask that ends is dropped (by whoever ended it,
                      else by its next visit). A sweeper that finds a step claimed by another
                      only lowers the score (ZADD LT), so it never pushes back the next step's
@@ -82,7 +82,7 @@ writes them in its one atomic step, as each entry below says):
                      pub/sub (before Redis 7), where the cluster bus carries it to every node.
 ``<prefix>:wake:<token>:{<tag>}``  on a Cluster with sharded pub/sub: that process's channel in
                      one hash slot, ``<tag>`` a short string whose CRC16 falls in that slot
-                     (:func:`bridge.store.redis_shards.slot_tag`). A waiter registers the one of
+                     (:func:`bridge.store.redis.shards.slot_tag`). A waiter registers the one of
                      its ask's slot, so the script that ends the ask SPUBLISHes it in its own slot
                      (a script may SPUBLISH only there: valkey refuses another node's channel,
                      "Attempted to access a non local key in a cluster node script"), still within
@@ -90,7 +90,7 @@ writes them in its one atomic step, as each entry below says):
                      unwoken -- and the message stays on the node that serves the slot, to the
                      one connection of the waiting process there. The script tells the two kinds
                      apart by the closing ``}``. A process SSUBSCRIBEs a slot's channel the first
-                     time it waits in that slot (:mod:`bridge.store.redis_shards`), and also
+                     time it waits in that slot (:mod:`bridge.store.redis.shards`), and also
                      PSUBSCRIBEs ``<prefix>:wake:<token>:*`` on its plain subscription, which
                      hears these channels should a process from before them (a rolling upgrade)
                      end the ask with a plain PUBLISH.
@@ -111,7 +111,7 @@ A cancelled waiting call releases its ask: ``waiter``, ``taken`` or ``confirmed`
 the call was cancelled before it returned, so it returned nothing) -> ``feed``. Only that call
 releases, so an answer a call returned is never also fed.
 
-Reminders and escalation (``timer`` and ``timer_done`` in ``ask.lua``): a step is claimed only
+Reminders and escalation (the ``timer`` and ``timer_done`` scripts): a step is claimed only
 while the ask is pending and the step is not done (``reminded``, ``escalated``); the claim
 (``timer_step``/``timer_at``/``timer_by``/``timer_tries``) keeps other sweepers off it for the
 timer-retry interval, after which a claim never marked done (its process died, or the post
@@ -146,19 +146,20 @@ for the retention: the question set (a late click shows the final state again fr
 judged on its labels), the outcome and the audit trail.
 The audit trail's answers never repeat the question texts (answer ``i`` answers question ``i``).
 An ask ended by a version that kept every description keeps them in its body: every reader takes
-either form, and settling it again (``tidy`` in ``ask.lua``) drops them, unless it waits on the
+either form, and settling it again (``tidy``) drops them, unless it waits on the
 feed (``sent``). (Versions before descriptions were ever dropped cannot read an option without
 one: a process still on one during a rolling upgrade fails on asks whose outcome was handed over
 under this one.)
 Packing the settled record's fields into one field was measured (``MEMORY USAGE``, valkey 9.1):
 about 130 bytes saved of a realistic ended ask's 3.2 KB -- the hash costs little per field -- so
-they stay separate fields that ``ask.lua`` reads and writes one by one. Dropping the descriptions
+they stay separate fields that the scripts read and write one by one. Dropping the descriptions
 rebuilds the body: about 15 us of the server's time for realistic texts in a tight loop, about 40
 us within an expiry storm (its cache cold), which is why a posted ask that expired keeps them
 until it is shown, and a storm's store part does not pay it.
 
-``ask.lua`` spells the key order and field names literally (Lua cannot import them); a change here
-is a change there.
+The scripts (``bridge/store/redis/lua/``) spell the field names literally (Lua cannot import
+them), and name the keys in the order :class:`bridge.store.redis.scripts.AskKeys` gives them: a
+change here is a change there.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ class Fields:
 
     BODY = "body"
     """JSON of the fields fixed at creation (``CREATION_FIELDS`` in ``base.py``); a repeated
-    create compares it; see :func:`bridge.store.redis_codec.body`."""
+    create compares it; see :func:`bridge.store.redis.codec.body`."""
     STATUS = "status"
     """``pending``, ``answered``, ``expired`` or ``cancelled``."""
     EXPIRES = "exp"
@@ -288,7 +289,8 @@ class Keys:
         return f"{self.prefix}:{{{ask_id}}}:wake"
 
     def ask_keys(self, ask_id: str) -> list[str]:
-        """The KEYS of every per-ask script call, in the order ``ask.lua`` expects."""
+        """The KEYS of every per-ask script call, in the order the scripts take them
+        (:class:`bridge.store.redis.scripts.AskKeys`)."""
         return [
             self.rec(ask_id),
             self.log(ask_id),

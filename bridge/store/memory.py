@@ -4,41 +4,41 @@ It keeps the exact semantics of :class:`~bridge.store.redis.RedisStore` -- verdi
 live waiter or the feed, leases, sweeping, retention, audit trail -- so code tested against it
 behaves the same on Redis. Each operation runs under one lock with no ``await`` inside, which is
 what makes it atomic (the Lua script's job in Redis); waiters on any event loop are woken safely.
+
+It holds only its storage and those atomic steps: what a submission is (its defaults) and how a
+click or form is judged before it is submitted are the base class's template methods
+(:class:`~bridge.store.base.Store`), and the rules each step decides by -- who may answer, when
+several people agree, where an outcome goes -- are :mod:`bridge.judging`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import threading
 import time
-from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from bridge.followups import next_step
+from bridge.judging import (
+    agreed,
+    agreeing,
+    agreement_key,
+    holds_typed,
+    recheck,
+    repeats_answer,
+    withdrawn_key,
+)
 from bridge.models import Answer
-from bridge.record import AskRecord, AskStatus, MessageRef, Responder, Submission
-from bridge.store.base import (
-    DEFAULT_ENDED_IDLE,
-    DEFAULT_LEASE_TTL,
-    DEFAULT_NOISE_CAP,
-    DEFAULT_RENDER_INTERVAL,
-    DEFAULT_RETENTION,
-    DEFAULT_TIMER_RETRY,
+from bridge.record import AskRecord, AskStatus, MessageRef, Submission
+from bridge.store.memory_state import AskState, MemoryState
+from bridge.store.terms import (
     NO_LONGER_ALLOWED,
-    NOISE_KINDS,
-    RENDER_TRIES,
-    SWEEP_BATCH,
     TIMER_TRIES,
-    Delivery,
     DuplicateAsk,
     Ended,
     HistoryEvent,
-    Store,
     SubmitOutcome,
     SubmitResult,
+    Submitting,
     TimerClaim,
     check_close_status,
     check_event_kind,
@@ -46,254 +46,12 @@ from bridge.store.base import (
     dump_answers,
     merge_history,
     parse_step,
-    tell_handed_to_feed,
     timer_detail,
 )
 
 
-def _authorised(record: AskRecord, key: str, ids: Sequence[str]) -> bool:
-    """Whether a submission's person, by key and authorising ids, may answer ``record``."""
-    allowed = set(record.answerers)
-    return not allowed or key in allowed or any(i in allowed for i in ids)
-
-
-@dataclass
-class _Ask:
-    record: AskRecord
-    created: str
-    """``creation_text`` of the record as created: a repeated create compares it."""
-    purge_at: float
-    lease_until: float = 0.0
-    waiting: int = 0
-    held: bool = False
-    """This process took the answer and has not confirmed it: the lease lives (the store's
-    ``aclose``, like the process dying, lets it lapse)."""
-    handoff: str = ""
-    answers_key: str | None = None
-    attempt: str | None = None
-    fed: dict[str, str] = field(default_factory=dict)
-    """The entry of each stream (by name) that delivers this ask; later duplicates are dropped."""
-    seq: int = 0
-    log: list[tuple[int, HistoryEvent]] = field(default_factory=list)
-    noise: list[tuple[int, HistoryEvent]] = field(default_factory=list)
-    noise_dropped: int = 0
-    render_at: float | None = None
-    render_tries: int = 0
-    rendered: bool = False
-    submitted: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    """With ``required`` >= 2: per user id, their submission's key (canonical answers, ``T``
-    first when typed: see ``subk:`` in ``keys.py``) and the attempt that recorded it."""
-    reminded_at: float | None = None
-    escalated: bool = False
-    timer_step: str | None = None
-    """The reminder or escalation claimed and not yet done (see ``timer`` in ask.lua)."""
-    timer_at: float = 0.0
-    timer_tries: int = 0
-
-    def next_step(self, *, unposted: bool = False) -> tuple[str, float] | None:
-        rec = self.record
-        return next_step(
-            rec.follow_ups,
-            rec.created_at,
-            reminded=rec.reminded,
-            reminded_at=self.reminded_at,
-            escalated=self.escalated,
-            unposted=unposted,
-        )
-
-    def step_finished(self, step: str) -> bool:
-        if step == "escalate":
-            return self.escalated
-        return self.record.reminded >= int(step.removeprefix("remind:"))
-
-    def lease_live(self, now: float) -> bool:
-        return self.waiting > 0 or self.held or now < self.lease_until
-
-    def show_in(self, interval: float, now: float) -> float | None:
-        """Seconds until a sweep should show the ended ask's final state; ``None`` when there
-        is nothing to show (see ``show_in`` in ask.lua)."""
-        rec = self.record
-        if rec.message is None or self.rendered or self.render_tries >= RENDER_TRIES:
-            return None
-        since = rec.answered_at or rec.closed_at or now
-        since = max(since, self.render_at or 0.0)
-        return since + interval - now
-
-
-class _Stream:
-    """One stream read through one consumer group, as Redis does it (XADD, XREADGROUP, XAUTOCLAIM,
-    XACK): the answers feed, and the stream of ended asks, each trimmed by age (the retention) as
-    Redis's are. Call with the store's lock held."""
-
-    def __init__(self, name: str, idle: float, retention: float) -> None:
-        self.name = name
-        self.idle = idle
-        self.retention = retention
-        self._ids = itertools.count(1)
-        self._entries: OrderedDict[str, str] = OrderedDict()  # entry id -> ask id
-        self._fresh: deque[str] = deque()  # entries not yet handed to any consumer, oldest first
-        self._pending: dict[str, tuple[str, float]] = {}  # entry -> (consumer, handed out at)
-        self.listeners: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
-
-    def add(self, ask_id: str) -> None:
-        now_ms = int(time.time() * 1000)
-        cutoff = now_ms - self.retention * 1000  # XADD MINID: entries older than the retention
-        while self._entries and int(next(iter(self._entries)).split("-")[0]) < cutoff:
-            oldest = next(iter(self._entries))
-            self.drop(oldest)
-            if self._fresh and self._fresh[0] == oldest:
-                self._fresh.popleft()
-        entry_id = f"{now_ms}-{next(self._ids)}"
-        self._entries[entry_id] = ask_id
-        self._fresh.append(entry_id)
-        for loop, event in self.listeners:
-            loop.call_soon_threadsafe(event.set)
-
-    def take_batch(
-        self, consumer: str, restart: bool, live: Callable[[str], _Ask | None]
-    ) -> list[Delivery]:
-        """Like XREADGROUP 0 (on restart), then XAUTOCLAIM of idle entries, then XREADGROUP >."""
-        now = time.time()
-        mine = [e for e, (c, _) in self._pending.items() if restart and c == consumer]
-        stale = [
-            e for e, (_, at) in self._pending.items() if now - at >= self.idle and e not in mine
-        ]
-        fresh = list(self._fresh)
-        self._fresh.clear()
-        out: list[Delivery] = []
-        for entry_id in [*mine, *stale, *fresh]:
-            self._pending[entry_id] = (consumer, now)
-            entry = live(self._entries.get(entry_id, ""))
-            if entry is None or entry.fed.setdefault(self.name, entry_id) != entry_id:
-                self.drop(entry_id)
-                continue
-            out.append(Delivery(entry_id, entry.record))
-        return out
-
-    def keep(self, consumer: str, entry_ids: Sequence[str]) -> None:
-        """Like XCLAIM with no minimum idle time: to ``consumer``, idle from now."""
-        now = time.time()
-        for entry_id in entry_ids:
-            if entry_id in self._pending:
-                self._pending[entry_id] = (consumer, now)
-
-    def drop(self, entry_id: str) -> None:
-        self._pending.pop(entry_id, None)
-        self._entries.pop(entry_id, None)
-
-
-class MemoryStore(Store):
-    def __init__(
-        self,
-        *,
-        retention: float = DEFAULT_RETENTION,
-        lease_ttl: float = DEFAULT_LEASE_TTL,
-        claim_idle: float = 60.0,
-        noise_cap: int = DEFAULT_NOISE_CAP,
-        render_interval: float = DEFAULT_RENDER_INTERVAL,
-        timer_retry: float = DEFAULT_TIMER_RETRY,
-        ended_idle: float = DEFAULT_ENDED_IDLE,
-    ) -> None:
-        if noise_cap < 1:
-            raise ValueError(f"noise_cap must be at least 1, not {noise_cap}")
-        self.timer_retry = timer_retry
-        self.retention = retention
-        self.lease_ttl = lease_ttl
-        self.claim_idle = claim_idle
-        self.render_interval = render_interval
-        self._noise_cap = noise_cap
-        self._lock = threading.Lock()
-        self._asks: dict[str, _Ask] = {}
-        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
-        self._timers: dict[str, float] = {}  # pending ask with follow-ups -> when to visit it
-        self._feed = _Stream("feed", claim_idle, retention)
-        self._ended = _Stream("ended", ended_idle, retention)
-
-    # -- internals (call with the lock held) ---------------------------------------------------
-
-    def _live(self, ask_id: str, now: float | None = None) -> _Ask | None:
-        entry = self._asks.get(ask_id)
-        if entry is not None and entry.purge_at <= (time.time() if now is None else now):
-            del self._asks[ask_id]
-            return None
-        return entry
-
-    def _event(
-        self, entry: _Ask, kind: str, user_id: str | None, now: float, **detail: Any
-    ) -> None:
-        entry.seq += 1
-        event = (entry.seq, HistoryEvent(at=now, kind=kind, user_id=user_id, detail=detail))
-        if kind not in NOISE_KINDS:
-            entry.log.append(event)
-            return
-        entry.noise.append(event)
-        over = len(entry.noise) - self._noise_cap
-        if over > 0:
-            del entry.noise[:over]
-            entry.noise_dropped += over
-
-    def _finish(self, entry: _Ask, status: AskStatus, now: float) -> None:
-        rec = entry.record
-        if rec.deferred:
-            entry.handoff = "feed"
-        elif status is AskStatus.ANSWERED:
-            entry.handoff = "waiter" if entry.lease_live(now) else "feed"
-        else:
-            entry.handoff = "none"
-        entry.record = rec.model_copy(
-            update={"status": status, "deferred": rec.deferred or entry.handoff == "feed"}
-        )
-        if entry.handoff == "none" and rec.message is None:  # settled (``tidy`` in ask.lua)
-            self._undescribe(entry)
-        entry.purge_at = now + self.retention
-        self._timers.pop(rec.id, None)
-        if entry.handoff == "feed":
-            self._enqueue(entry)
-        self._ended.add(rec.id)  # under the same lock: as atomic as the ending itself
-        self._wake(rec.id)
-
-    def _expire(self, entry: _Ask, now: float) -> None:
-        """End a pending ask past ``expires_at``, by a sweep or by a submission that found it."""
-        entry.record = entry.record.model_copy(update={"closed_at": now})
-        self._event(entry, "expired", None, now)
-        self._finish(entry, AskStatus.EXPIRED, now)
-
-    def _tidy(self, entry: _Ask) -> None:
-        """Its final state is shown, or cannot be: an ask that ended with nobody to tell is
-        settled, and its descriptions go (``tidy`` in ask.lua)."""
-        if entry.handoff == "none":
-            self._undescribe(entry)
-
-    @staticmethod
-    def _undescribe(entry: _Ask) -> None:
-        """The outcome reached whoever gets it: drop the options' descriptions (``ask.lua``)."""
-        rec = entry.record
-        entry.record = rec.model_copy(update={"questions": rec.questions.undescribed()})
-
-    def _enqueue(self, entry: _Ask) -> None:
-        self._feed.add(entry.record.id)
-        entry.handoff = "sent"
-        tell_handed_to_feed(entry.record)
-
-    def _wake(self, ask_id: str) -> None:
-        for fut in self._waiters.get(ask_id, ()):
-            fut.get_loop().call_soon_threadsafe(_resolve, fut)
-
-    @staticmethod
-    def _take(entry: _Ask) -> None:
-        """The waiting call claims the outcome (a ``waiter`` hand-off, or one it took already)
-        and holds the lease until it confirms."""
-        if entry.handoff in ("waiter", "taken"):
-            entry.handoff = "taken"
-            entry.held = True
-
-    def _to_feed(self, entry: _Ask, now: float) -> None:
-        """Hand an answer nobody will return to the feed (see ``release``/``settle`` in ask.lua)."""
-        entry.held = False
-        entry.lease_until = 0.0
-        entry.record = entry.record.model_copy(update={"deferred": True})
-        self._event(entry, "handed_to_feed", None, now)
-        self._enqueue(entry)
+class MemoryStore(MemoryState):
+    """The store in this process (see the module)."""
 
     # -- the contract --------------------------------------------------------------------------
 
@@ -306,7 +64,7 @@ class MemoryStore(Store):
                     return  # a retry of this very create
                 raise DuplicateAsk(f"an ask with id {record.id!r} already exists")
             now = record.created_at
-            entry = _Ask(
+            entry = AskState(
                 record=record,
                 created=created,
                 purge_at=max(record.expires_at, now) + self.retention,
@@ -355,26 +113,17 @@ class MemoryStore(Store):
                 self._take(entry)
             return entry.record
 
-    async def submit(
-        self,
-        ask_id: str,
-        who: Responder,
-        answers: Sequence[Answer],
-        *,
-        now: float | None = None,
-        attempt: str | None = None,
-        verified: Mapping[str, Sequence[str]] | None = None,
-    ) -> SubmitResult:
+    async def _submit(self, ask_id: str, by: Submitting, answers: Sequence[Answer]) -> SubmitResult:
+        who, now, attempt = by.who, by.now, by.attempt
         dumped, chosen = dump_answers(answers)
         detail: dict[str, Any] = {"name": who.name, "answers": dumped}
         with self._lock:
-            now = time.time() if now is None else now
             entry = self._live(ask_id, now)
             if entry is None:
                 return SubmitResult(SubmitOutcome.NOT_FOUND, None)
             rec = entry.record
             if rec.status is AskStatus.PENDING and rec.expires_at <= now:
-                self._expire(entry, now)  # as a sweep would have; see ``submit`` in ask.lua
+                self._expire(entry, now)  # as a sweep would have (lua/lib/submission.lua)
                 kind = "late" if rec.may_answer(who) else "refused"
                 self._event(entry, kind, who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.CLOSED, entry.record)
@@ -382,11 +131,10 @@ class MemoryStore(Store):
                 self._event(entry, "refused", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
             if rec.status is AskStatus.ANSWERED:
-                by = rec.answered_by
-                by_me = by is not None and by.key == who.key
+                by_me = rec.answered_by is not None and rec.answered_by.key == who.key
                 mine = entry.submitted.get(who.key)
-                if entry.answers_key == chosen and (by_me or (mine and mine[0] == chosen)):
-                    same = by_me and attempt is not None and attempt == entry.attempt
+                if repeats_answer(entry.answers_key, chosen, by_me, mine[0] if mine else None):
+                    same = by_me and attempt == entry.attempt  # the accepting attempt re-sent
                     return SubmitResult(
                         SubmitOutcome.ACCEPTED if same else SubmitOutcome.REPEATED, rec
                     )
@@ -396,13 +144,10 @@ class MemoryStore(Store):
                 self._event(entry, "late", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.CLOSED, rec)
             if rec.required > 1:
-                pending = self._record_submission(
-                    entry, who, answers, chosen, attempt, now, detail, verified
-                )
+                pending = self._record_submission(entry, by, answers, chosen, detail)
                 if pending is not None:
                     return pending
-                agreed = sorted(u for u, (key, _) in entry.submitted.items() if key == chosen)
-                detail["agreed"] = agreed
+                detail["agreed"] = agreeing(entry.agreement(), chosen)
             entry.record = entry.record.model_copy(
                 update={"answers": tuple(answers), "answered_by": who, "answered_at": now}
             )
@@ -414,54 +159,49 @@ class MemoryStore(Store):
 
     def _record_submission(
         self,
-        entry: _Ask,
-        who: Responder,
+        entry: AskState,
+        by: Submitting,
         answers: Sequence[Answer],
         chosen: str,
-        attempt: str | None,
-        now: float,
         detail: dict[str, Any],
-        verified: Mapping[str, Sequence[str]] | None,
     ) -> SubmitResult | None:
         """An ask needing several people: record the person's submission (replacing theirs).
         The verdict while the ask stays pending, or ``None`` when this submission makes
-        ``required`` equal untyped ones (see ``record_submission`` in ask.lua): re-checking, as
-        ``verified`` allows, the authority of the others it would count (:meth:`Store.submit`)."""
-        rec = entry.record
-        typed = any(a.other_text is not None for a in answers)
-        key = "T" + chosen if typed else chosen
+        ``required`` equal untyped ones (``record_submission`` in
+        ``bridge/store/redis/lua/lib/submission.lua``): re-checking, as ``verified`` allows, the
+        authority of the others it would count (:meth:`Store.submit`)."""
+        rec, who = entry.record, by.who
+        typed = holds_typed(answers)
+        key = agreement_key(chosen, typed)
         mine = entry.submitted.get(who.key)
         if mine is not None and mine[0] == key:
-            same = attempt is not None and attempt == mine[1]
+            same = by.attempt == mine[1]  # this very attempt re-sent keeps its verdict
             return SubmitResult(SubmitOutcome.RECORDED if same else SubmitOutcome.REPEATED, rec)
-        if not typed and verified is not None:
-            others = [k for k, (kk, _) in entry.submitted.items() if kk == chosen and k != who.key]
-            if len(others) + 1 >= rec.required:
-                unverified = tuple(sorted(k for k in others if k not in verified))
-                if unverified:
-                    return SubmitResult(SubmitOutcome.VERIFY, rec, verify=unverified)
-                for other in others:
-                    if not _authorised(rec, other, verified[other]):
-                        self._withdraw(entry, other, now)
-                rec = entry.record
-        entry.submitted[who.key] = (key, attempt)  # one per person, whichever platform
+        if not typed:
+            others = [k for k in agreeing(entry.agreement(), chosen) if k != who.key]
+            check = recheck(rec.answerers, others, rec.required, by.verified)
+            if check.unverified:
+                return SubmitResult(SubmitOutcome.VERIFY, rec, verify=check.unverified)
+            for other in check.withdrawn:
+                self._withdraw(entry, other, by.now)
+            rec = entry.record
+        entry.submitted[who.key] = (key, by.attempt)  # one per person, whichever platform
         sub = Submission(
-            user_id=who.user_id, name=who.name, at=now, answers=tuple(answers), person=who.person
+            user_id=who.user_id, name=who.name, at=by.now, answers=tuple(answers), person=who.person
         )
         subs = [s for s in rec.submissions if s.key != who.key] + [sub]
         subs.sort(key=lambda s: (s.at, s.user_id))
         entry.record = rec.model_copy(update={"submissions": tuple(subs)})
-        agreeing = sum(1 for k, _ in entry.submitted.values() if k == chosen)
-        if typed or agreeing < rec.required:
+        if not agreed(len(agreeing(entry.agreement(), chosen)), rec.required, typed):
             kind = "submitted" if mine is None else "resubmitted"  # see NOISE_KINDS
-            self._event(entry, kind, who.user_id, now, **detail)
+            self._event(entry, kind, who.user_id, by.now, **detail)
             return SubmitResult(SubmitOutcome.RECORDED, entry.record)
         return None
 
-    def _withdraw(self, entry: _Ask, key: str, now: float) -> None:
+    def _withdraw(self, entry: AskState, key: str, now: float) -> None:
         """The person behind submission ``key`` lost their authority: it no longer counts."""
         kept, attempt = entry.submitted[key]
-        entry.submitted[key] = ("W" + kept, attempt)  # never equal to an answer: never agrees
+        entry.submitted[key] = (withdrawn_key(kept), attempt)  # never agrees again
         subs = tuple(
             s.model_copy(update={"withdrawn": True}) if s.key == key else s
             for s in entry.record.submissions
@@ -495,7 +235,7 @@ class MemoryStore(Store):
                 return
             entry.lease_until = 0.0
             entry.held = False
-            if entry.handoff in ("waiter", "taken", "confirmed"):  # see ``release`` in ask.lua
+            if entry.handoff in ("waiter", "taken", "confirmed"):  # see lua/release.lua
                 self._to_feed(entry, time.time())
 
     async def confirm(self, ask_id: str) -> None:
@@ -529,7 +269,7 @@ class MemoryStore(Store):
         timeout: float,  # noqa: ASYNC109
         *,
         holds_lease: bool,
-    ) -> _Ask | None:
+    ) -> AskState | None:
         """Block until the ask leaves ``pending``: its entry, or ``None`` on timeout or for an
         unknown ask. ``holds_lease``: a waiting call (:meth:`wait`) keeps the ask's lease alive
         meanwhile and for a lease after; an observer (:meth:`observe`) does not."""
@@ -596,12 +336,7 @@ class MemoryStore(Store):
                 and (platform is None or e.record.destination.platform == platform)
             )
 
-    async def sweep_batches(
-        self, now: float | None = None, *, size: int = SWEEP_BATCH
-    ) -> AsyncIterator[list[Ended]]:
-        if size < 1:
-            raise ValueError(f"size must be at least 1, not {size}")
-        now = time.time() if now is None else now
+    async def _sweep_batches(self, now: float, size: int) -> AsyncGenerator[list[Ended]]:
         with self._lock:
             ask_ids = list(self._asks)
         for start in range(0, len(ask_ids), size):
@@ -626,22 +361,16 @@ class MemoryStore(Store):
             if shown:
                 yield shown
 
-    async def claim_render(
-        self,
-        ask_id: str,
-        *,
-        now: float | None = None,
-        message: MessageRef | None = None,
-        unshown: bool = False,
+    async def _claim_render(
+        self, ask_id: str, now: float, message: MessageRef | None, unshown: bool
     ) -> AskRecord | None:
         with self._lock:
-            now = time.time() if now is None else now
             entry = self._live(ask_id, now)
             if entry is None or entry.record.status is AskStatus.PENDING:
                 return None
             if unshown and entry.rendered:
                 return None
-            if entry.record.message is None and message is not None:  # see ``claim`` in ask.lua
+            if entry.record.message is None and message is not None:  # see lua/claim.lua
                 entry.record = entry.record.model_copy(update={"message": message})
                 detail = message.model_dump(mode="json")
                 self._event(entry, "posted", None, time.time(), message=detail)
@@ -683,9 +412,9 @@ class MemoryStore(Store):
                     claims.append(claim)
         return claims
 
-    def _claim_step(self, entry: _Ask, now: float) -> tuple[float | None, TimerClaim | None]:
+    def _claim_step(self, entry: AskState, now: float) -> tuple[float | None, TimerClaim | None]:
         """When to visit the ask again (``None``: never), and the step claimed now, if any
-        (see ``timer`` in ask.lua)."""
+        (see ``bridge/store/redis/lua/timer.lua``)."""
         rec = entry.record
         if rec.expires_at <= now:
             return None, None  # the sweep expires it
@@ -721,7 +450,7 @@ class MemoryStore(Store):
 
     def _step_done(
         self,
-        entry: _Ask,
+        entry: AskState,
         claim: TimerClaim,
         message: MessageRef | None,
         now: float,
@@ -761,52 +490,6 @@ class MemoryStore(Store):
                     self._timers[claim.ask_id] = after[1]
             return entry.record
 
-    # -- the feeds -----------------------------------------------------------------------------
-
-    async def _read(self, stream: _Stream, consumer: str) -> AsyncIterator[Delivery]:
-        changed = asyncio.Event()
-        token = (asyncio.get_running_loop(), changed)
-        with self._lock:
-            stream.listeners.append(token)
-        restart = True  # first round: this consumer's own unacknowledged deliveries
-        try:
-            while True:
-                changed.clear()
-                with self._lock:
-                    batch = stream.take_batch(consumer, restart, self._live)
-                restart = False
-                for delivery in batch:
-                    yield delivery
-                if not batch and not changed.is_set():
-                    try:
-                        await asyncio.wait_for(changed.wait(), timeout=min(stream.idle, 1.0))
-                    except TimeoutError:
-                        pass
-        finally:
-            with self._lock:
-                stream.listeners.remove(token)
-
-    def feed(self, consumer: str) -> AsyncIterator[Delivery]:
-        return self._read(self._feed, consumer)
-
-    async def ack(self, delivery: Delivery) -> None:
-        with self._lock:
-            self._feed.drop(delivery.delivery_id)
-            entry = self._live(delivery.record.id)
-            if entry is not None and entry.fed.get(self._feed.name) == delivery.delivery_id:
-                self._undescribe(entry)  # its reader has the outcome (see ``acked`` in ask.lua)
-
-    def ended(self, consumer: str) -> AsyncIterator[Delivery]:
-        return self._read(self._ended, consumer)
-
-    async def ack_ended(self, delivery: Delivery) -> None:
-        with self._lock:
-            self._ended.drop(delivery.delivery_id)
-
-    async def keep_ended(self, consumer: str, deliveries: Sequence[Delivery]) -> None:
-        with self._lock:
-            self._ended.keep(consumer, [d.delivery_id for d in deliveries])
-
     async def aclose(self) -> None:
         """Stop keeping taken answers' leases alive, as a process that dies would: each lapses
         one lease term from now, and a sweep then hands its answer to the feed."""
@@ -816,8 +499,3 @@ class MemoryStore(Store):
                 if entry.held:
                     entry.held = False
                     entry.lease_until = until
-
-
-def _resolve(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)

@@ -8,11 +8,14 @@ reverse.
 
 from __future__ import annotations
 
-from bridge.store.base import DEFAULT_LEASE_TTL, DEFAULT_RETENTION, Store
+from typing import Unpack
+
+from bridge.store.base import Store
 from bridge.store.keys import DEFAULT_PREFIX
 from bridge.store.memory import MemoryStore
 from bridge.store.redis import RedisStore
-from bridge.store.redis_connect import DEFAULT_MAX_CONNECTIONS
+from bridge.store.redis.connect import DEFAULT_MAX_CONNECTIONS
+from bridge.store.terms import StoreSettings
 
 
 def open_store(
@@ -20,21 +23,16 @@ def open_store(
     *,
     cluster: bool = False,
     prefix: str = DEFAULT_PREFIX,
-    retention: float = DEFAULT_RETENTION,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    **settings: Unpack[StoreSettings],
 ) -> Store:
     """``RedisStore`` when ``url`` is set (``cluster``: treat it as a Cluster node, as if its
-    scheme said ``+cluster``), else a fresh ``MemoryStore``."""
+    scheme said ``+cluster``), else a fresh ``MemoryStore``; either with the ``settings`` every
+    store takes (``retention``, ``lease_ttl``, ...: :class:`~bridge.store.base.Store`), their
+    defaults the store's own."""
     if not url:
-        return MemoryStore(retention=retention, lease_ttl=lease_ttl)
+        return MemoryStore(**settings)
     if cluster and "+cluster" not in url.split("://", 1)[0]:
         scheme, rest = url.split("://", 1)
         url = f"{scheme}+cluster://{rest}"
-    return RedisStore.from_url(
-        url,
-        max_connections=max_connections,
-        prefix=prefix,
-        retention=retention,
-        lease_ttl=lease_ttl,
-    )
+    return RedisStore.from_url(url, max_connections=max_connections, prefix=prefix, **settings)

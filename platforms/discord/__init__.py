@@ -1,7 +1,7 @@
 """Discord: question sets as component messages, answered in the channel, resolved by the store.
 
 Found by the core through the ``ask_bridge.platforms`` entry point as
-``platforms.discord:platform``. See :mod:`platforms.discord.render` for what the message and the
+``platforms.discord:platform``. See :mod:`platforms.discord.markup` for what the message and the
 form look like, :mod:`platforms.discord.app` for how clicks are answered.
 """
 
@@ -14,14 +14,14 @@ from collections.abc import Sequence
 import discord
 
 from bridge.aio import stop
-from bridge.answering import Answering
+from bridge.clicks import answer_clicks
 from bridge.platform import Finding, HttpRoute, PlatformUnavailable
 from bridge.poster import Poster
 from bridge.store.base import Store
 from platforms.discord.app import Interactions
 from platforms.discord.client import RestClient, check_login, gateway_client, login
+from platforms.discord.markup import REPLIES
 from platforms.discord.poster import DiscordPoster
-from platforms.discord.render import REPLIES
 from platforms.discord.roles import RoleResolver
 from platforms.discord.settings import DiscordSettings, load_settings
 
@@ -97,7 +97,9 @@ def gateway_closed(exc: discord.ConnectionClosed) -> str:
 
 class DiscordReceiver:
     """Clicks over the gateway, judged by one store. Any number of processes (and shards) may
-    receive: every click is routed by its custom_id and judged by the store.
+    receive: every click is routed by its custom_id and judged by the store. Its click entry
+    point is built here by :func:`bridge.clicks.answer_clicks`, as Slack's receiver builds its
+    own: the role lookup reads the gateway client this receiver creates.
 
     A close discord.py does not reconnect after -- 4004 when the token is revoked while running --
     ends :meth:`run` with ``PlatformUnavailable`` naming what to fix, so the process stops in one
@@ -115,7 +117,7 @@ class DiscordReceiver:
     ) -> None:
         self.token = settings.bot_token()
         self.client = gateway_client(settings, guild_ready_timeout=guild_ready_timeout)
-        answering = Answering(
+        clicks = answer_clicks(
             store,
             poster,
             REPLIES,
@@ -123,7 +125,7 @@ class DiscordReceiver:
             store_timeout=store_timeout,
             ack_budget=ack_budget,
         )
-        self.interactions = Interactions(answering)
+        self.interactions = Interactions(clicks)
         self.interactions.install(self.client)
 
     def routes(self) -> Sequence[HttpRoute]:

@@ -1,19 +1,22 @@
-"""Discord's clicks and modal submissions translated for the answering layer.
+"""Discord's clicks: interactions parsed into clicks, and Discord's responses to them (the click
+step of ask -> post -> click -> resolve -> show, on Discord).
 
-Everything about judging a click -- who may answer, building answers from indices, the store's
-verdict, the re-render rule, the words of a refusal -- is :class:`bridge.answering.Answering`'s.
-This module turns interactions into plain values and verdicts into interaction responses, within
-Discord's rules:
+A click on a posted ask reaches the bot over the gateway; its button is dispatched by the
+``ui.DynamicItem`` class of its kind (one per template of :data:`bridge.routing.TEMPLATES`, one
+for every other id of ours), a modal submission by its ``custom_id``'s kind (:data:`_MODALS`);
+each is read into a :class:`~bridge.clicks.Click` and handed, with a Discord responder
+(:class:`_Reply`), to :meth:`bridge.clicks.Clicks.handle` -- built by the receiver
+(:class:`platforms.discord.DiscordReceiver`) -- which judges it (:mod:`bridge.answering`), times
+it and shows the new state (:mod:`bridge.showing`). Discord's own rules are the responder's:
 
-* **Routing without memory.** Buttons are dispatched by one ``ui.DynamicItem`` template
-  (:data:`ids.CONTROL`, registered at start-up) that rebuilds the route from the ``custom_id`` on
-  every click, so they work after a restart, on any replica and any shard, and never time out.
-  Modal submissions are read from the payload and routed by the modal's ``custom_id`` (the
-  :func:`on_interaction` listener), not from discord.py's per-process modal store.
+* **Routing without memory.** Buttons are routed by their ``custom_id`` on every click, so they
+  work after a restart, on any replica and any shard, and never time out. Modal submissions are
+  read from the payload, not from discord.py's per-process modal store.
 * **3 seconds.** A click is judged before its response when the store answers within the
-  answering layer's budget (well under 3 s): a refusal is the ephemeral response itself, an
-  accepted click a deferred update, and the message is re-rendered in the background. A slow
-  store falls back to a deferred response at once and an ephemeral follow-up with the outcome.
+  budget (well under 3 s): a refusal is the ephemeral response itself, an accepted click a
+  deferred update, and the message shows the new state in the background. A slow store falls
+  back to a deferred response at once and an ephemeral follow-up with the outcome (a form's retry
+  view kept).
 * **Modals first.** A modal must be the first response to its click: a control that opens one
   (``Answer``, ``Other…``, ``Next``) does one bounded store read (may this person answer, and the
   question set to render) and then either opens the modal or explains; if the store is slow it
@@ -27,7 +30,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import discord
@@ -35,12 +39,13 @@ from discord import ui
 from discord.utils import MISSING
 
 from bridge import routing
-from bridge.answering import Answering, Caller, Outcome, Picks, Verdict
+from bridge.answering import Caller, Outcome, Picks, Verdict
+from bridge.clicks import OPENING, Click, Clicks, Kind, Timing, typing_left
 from bridge.record import AskRecord
 from bridge.replies import BAD_CONTROL, GONE, NOT_OPENED
 from bridge.text import blank
 from platforms.discord import ids
-from platforms.discord.render import (
+from platforms.discord.markup import (
     form_modal,
     other_modal,
     plain,
@@ -60,7 +65,6 @@ UNKNOWN_INTERACTION = 10062
 """Discord's code for a response to an interaction it no longer knows (its 3 s are over)."""
 ALREADY_ACKNOWLEDGED = 40060
 """Discord's code for a second response to one interaction."""
-Parsed = routing.Route | routing.Step | routing.BadRoute | None
 
 
 def caller(interaction: discord.Interaction[Any]) -> Caller:
@@ -73,16 +77,17 @@ def caller(interaction: discord.Interaction[Any]) -> Caller:
 
 
 class Interactions:
-    """The handlers of one bot: buttons (:meth:`on_click`) and modal submissions
-    (:meth:`on_interaction`), judged by ``answering``."""
+    """The handlers of one bot: buttons (one ``DynamicItem`` class per kind of control,
+    :func:`control_items`) and modal submissions (:meth:`on_interaction`), each read into a
+    :class:`~bridge.clicks.Click` for ``clicks``."""
 
-    def __init__(self, answering: Answering) -> None:
-        self.answering = answering
+    def __init__(self, clicks: Clicks) -> None:
+        self.clicks = clicks
 
     def install(self, client: discord.Client) -> None:
-        """Register the button template and the modal listener on ``client`` (before it
+        """Register the button templates and the modal listener on ``client`` (before it
         connects)."""
-        client.add_dynamic_items(control_item(self))
+        client.add_dynamic_items(*control_items(self))
         handler = self.on_interaction
 
         async def on_interaction(interaction: discord.Interaction[Any]) -> None:
@@ -91,117 +96,153 @@ class Interactions:
         client.event(on_interaction)
 
     async def drain(self, within: float = 5.0) -> None:
-        await self.answering.drain(within)
+        await self.clicks.drain(within)
 
-    # -- buttons --------------------------------------------------------------------------
+    async def on_click(self, interaction: discord.Interaction[Any], control_id: str | None) -> None:
+        """A button of ours; ``control_id`` ``None`` for one that is malformed."""
+        who = caller(interaction)
+        found = None if control_id is None else Click.control(control_id, who, steps=True)
+        click = found or Click.bad(who)
+        label = _LABELS.get(click.kind, "")
+        await self.clicks.handle(click, _Reply(interaction, click, label=label))
 
-    async def on_click(self, interaction: discord.Interaction[Any], parsed: Parsed) -> None:
-        if parsed is None or isinstance(parsed, routing.BadRoute):
-            log.warning("refused a malformed control id from %s", interaction.user.id)
-            await tell(interaction, BAD_CONTROL)
+    # -- modal submissions ----------------------------------------------------------------
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        """Every interaction passes here; only submissions of our modals are handled (buttons go
+        through the DynamicItem templates), each read as :data:`_MODALS` says by the kind of
+        the control that opened the modal (its ``custom_id``)."""
+        if interaction.type is not discord.InteractionType.modal_submit:
+            return
+        data: Mapping[str, Any] = interaction.data or {}
+        custom_id = data.get("custom_id")
+        if not isinstance(custom_id, str) or not routing.is_ours(custom_id):
             return
         who = caller(interaction)
-        answering = self.answering
-        if isinstance(parsed, routing.Step):
-            step = parsed
-            if not _typing_left(step.choices):  # Submit: the choices are complete
-                picks = {i: Picks(tuple(sorted(c.selected))) for i, c in enumerate(step.choices)}
-                judging = answering.submit_form(step.ask_id, who, picks)
-                await self.judge(interaction, judging, retry=None)
-                return
-            await self.open(
-                interaction, step.ask_id, who, None, lambda r: typed_modal(step, r), "Next"
-            )
+        try:
+            parsed = routing.parse(custom_id)
+        except routing.BadRoute:
+            parsed = None
+        kind = "next" if isinstance(parsed, routing.Step) else parsed.kind if parsed else None
+        read = _MODALS.get(kind or "")
+        if parsed is None or read is None:
+            bad = Click.bad(who)
+            await self.clicks.handle(bad, _Reply(interaction, bad))
             return
-        route = parsed
-        if route.kind == "pick":
-            judging = answering.pick(route.ask_id, route.question, route.option, who)
-            await self.judge(interaction, judging, retry=None)
-        elif route.kind == "other":
-            q = route.question
-            await self.open(
-                interaction, route.ask_id, who, q, lambda r: other_modal(r, q), "Other…"
-            )
-        else:
-            await self.open(interaction, route.ask_id, who, None, form_modal, "Answer")
+        fields = read_fields(data.get("components"))
+        submitted = read(parsed, who, fields)
+        if submitted.click is None:  # the form's first modal, incomplete: nothing to judge
+            assert submitted.step is not None
+            await tell(interaction, step_text(submitted.step), view=submitted.retry)
+            return
+        click = submitted.click
+        await self.clicks.handle(click, _Reply(interaction, click, retry=submitted.retry))
 
-    async def open(
-        self,
-        interaction: discord.Interaction[Any],
-        ask_id: str,
-        who: Caller,
-        question: int | None,
-        build: Callable[[AskRecord], ui.Modal],
-        label: str,
-    ) -> None:
-        """Open a modal as the first response, or explain why not (see the module docstring)."""
-        control_id = _custom_id(interaction)
 
-        async def thinking() -> None:
-            await interaction.response.defer(ephemeral=True, thinking=True)
+@dataclass(frozen=True)
+class _Submitted:
+    """A submitted modal, read: the click to judge (``None``: nothing to judge yet, the
+    typed-answer step ``step`` is next) and the view that lets the person try again."""
 
-        async def late(verdict: Verdict) -> None:
-            if verdict.outcome is Outcome.OPEN:
-                await interaction.followup.send(
-                    FORM_READY,
-                    view=retry_view(control_id, label),
-                    ephemeral=True,
-                    allowed_mentions=NO_MENTIONS,
-                )
-            else:
-                await interaction.followup.send(
-                    plain(verdict.explain or GONE), ephemeral=True, allowed_mentions=NO_MENTIONS
-                )
+    click: Click | None
+    retry: ui.View
+    step: routing.Step | None = None
 
-        answering = self.answering
-        verdict = await answering.in_time(
-            answering.open_form(ask_id, who, question), ack=thinking, late=late
+
+_LABELS = {Kind.FORM: "Answer", Kind.TYPED: "Other…", Kind.STEP: "Next"}
+"""The label of the button that opens a form again, by the kind of click that opened it."""
+
+
+def _typed_answer(
+    route: routing.Route | routing.Step, who: Caller, fields: Mapping[str, object]
+) -> _Submitted:
+    """``Other…``'s modal: one question's typed answer."""
+    assert isinstance(route, routing.Route)
+    q = route.question
+    click = Click(Kind.SUBMIT, route.ask_id, who, picks={q: Picks((), _text(fields, q))})
+    return _Submitted(click, retry_view(routing.other_id(route.ask_id, q), "Other…"))
+
+
+def _typed_step(
+    route: routing.Route | routing.Step, who: Caller, fields: Mapping[str, object]
+) -> _Submitted:
+    """The typed-answer step: the choices carried in its id, the typed text from its fields."""
+    assert isinstance(route, routing.Step)
+    picks = {
+        i: Picks(tuple(sorted(c.selected)), _text(fields, i)) for i, c in enumerate(route.choices)
+    }
+    return _Submitted(Click(Kind.SUBMIT, route.ask_id, who, picks=picks), step_view(route))
+
+
+def _first_modal(
+    route: routing.Route | routing.Step, who: Caller, fields: Mapping[str, object]
+) -> _Submitted:
+    """The form's (first) modal: answered at once when it is complete; else no click, and the
+    typed-answer step is handed to the person with their choices in its button."""
+    picks = read_picks(fields)
+    ticked = {routing.index(v) for v in _values(fields.get(ids.TYPED_FOR))}
+    one_modal = any(ids.text_field(i) in fields for i in picks)
+    # a checkbox group sends a list (multiSelect): only there is typed text kept beside a
+    # choice; a single-select choice and typed text are "not both", and a retry keeps the
+    # choice
+    choices = tuple(
+        routing.Choice(
+            frozenset(o for o in p.selected if o >= 0),
+            typed=i in ticked
+            or (not blank(p.text or "") and isinstance(fields.get(ids.pick_field(i)), list)),
         )
-        if verdict is None:
-            return
-        record = verdict.record if verdict.outcome is Outcome.OPEN else None
-        modal = build(record) if record is not None else None
-        if modal is not None and modal.children:
-            try:
-                await interaction.response.send_modal(modal)
-            except discord.HTTPException as refused:
-                await not_opened(interaction, ask_id, refused)
-        elif modal is not None:  # a forged step asking nothing
-            await tell(interaction, BAD_CONTROL)
-        else:
-            await tell(interaction, verdict.explain or GONE)
-        answering.settle(verdict)
+        for i, p in sorted(picks.items())
+    )
+    step = routing.Step(route.ask_id, choices)
+    if one_modal or not typing_left(choices):
+        return _Submitted(Click(Kind.SUBMIT, route.ask_id, who, picks=picks), step_view(step))
+    return _Submitted(None, step_view(step), step)
 
-    async def judge(
+
+_MODALS: dict[
+    str, Callable[[routing.Route | routing.Step, Caller, Mapping[str, object]], _Submitted]
+] = {"answer": _first_modal, "other": _typed_answer, "next": _typed_step}
+"""How a submitted modal is read, by the kind of the control that opened it."""
+
+
+class _Reply:
+    """How a click is answered on Discord: the interaction's one response (a modal must be the
+    first), or a deferred response and an ephemeral follow-up. A click on the step message (an
+    ephemeral message of ours) replaces that message with its outcome."""
+
+    timing = Timing.JUDGE_FIRST
+    budget = None
+
+    def __init__(
         self,
         interaction: discord.Interaction[Any],
-        judging: Coroutine[Any, Any, Verdict],
+        click: Click,
         *,
-        retry: ui.View | None,
+        retry: ui.View | None = None,
+        label: str = "",
     ) -> None:
-        """Judge an answer before responding when the store is quick, else respond at once and
-        follow up; a form that could be retried gets ``retry`` (its input kept) with the
-        explanation."""
+        self.interaction = interaction
+        self.click = click
+        self.retry = retry
+        """A form that can be tried again: the view offered with a retryable refusal."""
+        self.label = label
+        self.opening = click.kind in OPENING or click.kind is Kind.BAD
+        self.deferred = False
+
+    async def acknowledge(self) -> None:
+        self.deferred = True
+        if self.opening:
+            await self.interaction.response.defer(ephemeral=True, thinking=True)
+        else:
+            await self.interaction.response.defer()
+
+    async def respond(self, verdict: Verdict) -> bool:
+        interaction = self.interaction
+        if self.opening:
+            await tell(interaction, verdict.explain or GONE)
+            return True
+        view = self.retry if verdict.outcome in _RETRYABLE else None
         ephemeral_source = _from_ephemeral(interaction)
-
-        async def deferred() -> None:
-            await interaction.response.defer()
-
-        async def late(verdict: Verdict) -> None:
-            if verdict.explain:
-                view = retry if retry is not None and verdict.outcome in _RETRYABLE else None
-                await interaction.followup.send(
-                    plain(verdict.explain),
-                    ephemeral=True,
-                    allowed_mentions=NO_MENTIONS,
-                    view=view if view is not None else MISSING,
-                )
-
-        answering = self.answering
-        verdict = await answering.in_time(judging, ack=deferred, late=late)
-        if verdict is None:
-            return
-        view = retry if verdict.outcome in _RETRYABLE else None
         if verdict.explain is None:
             if ephemeral_source:  # the step message: show the outcome in place of its button
                 await interaction.response.edit_message(
@@ -215,90 +256,62 @@ class Interactions:
             )
         else:
             await tell(interaction, verdict.explain, view=view)
-        answering.settle(verdict)
+        return True
 
-    # -- modal submissions ----------------------------------------------------------------
+    async def tell(self, verdict: Verdict) -> None:
+        retryable = self.retry is not None and verdict.outcome in _RETRYABLE
+        await self.interaction.followup.send(
+            plain(verdict.explain or GONE),
+            ephemeral=True,
+            allowed_mentions=NO_MENTIONS,
+            view=self.retry if retryable and self.retry is not None else MISSING,
+        )
 
-    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
-        """Every interaction passes here; only submissions of our modals are handled (buttons go
-        through the DynamicItem template)."""
-        if interaction.type is not discord.InteractionType.modal_submit:
+    async def open_form(self, record: AskRecord) -> None:
+        """The modal as the click's response; after a deferred response (too late for a
+        modal), a button that opens it."""
+        interaction = self.interaction
+        if self.deferred:
+            await interaction.followup.send(
+                FORM_READY,
+                view=retry_view(_custom_id(interaction), self.label),
+                ephemeral=True,
+                allowed_mentions=NO_MENTIONS,
+            )
             return
-        data: Mapping[str, Any] = interaction.data or {}
-        custom_id = data.get("custom_id")
-        if not isinstance(custom_id, str) or not routing.is_ours(custom_id):
+        modal = _modal(self.click, record)
+        if not modal.children:  # a forged step asking nothing
+            await tell(interaction, BAD_CONTROL)
             return
         try:
-            parsed = routing.parse(custom_id)
-        except routing.BadRoute:
-            log.warning("refused a malformed modal id from %s", interaction.user.id)
-            await tell(interaction, BAD_CONTROL)
-            return
-        fields = read_fields(data.get("components"))
-        who = caller(interaction)
-        answering = self.answering
-        if isinstance(parsed, routing.Step):
-            picks = {
-                i: Picks(tuple(sorted(c.selected)), _text(fields, i))
-                for i, c in enumerate(parsed.choices)
-            }
-            judging = answering.submit_form(parsed.ask_id, who, picks)
-            await self.judge(interaction, judging, retry=step_view(parsed))
-            return
-        if parsed is None or parsed.kind == "pick":
-            await tell(interaction, BAD_CONTROL)
-            return
-        if parsed.kind == "other":
-            q = parsed.question
-            picks = {q: Picks((), _text(fields, q))}
-            retry = retry_view(routing.other_id(parsed.ask_id, q), "Other…")
-            judging = answering.submit_form(parsed.ask_id, who, picks)
-            await self.judge(interaction, judging, retry=retry)
-            return
-        await self.on_form(interaction, parsed.ask_id, who, fields)
-
-    async def on_form(
-        self,
-        interaction: discord.Interaction[Any],
-        ask_id: str,
-        who: Caller,
-        fields: Mapping[str, object],
-    ) -> None:
-        """The form's (first) modal: answer at once when it is complete, else hand the person the
-        typed-answer step, their choices in its button (no store work: nothing to judge yet)."""
-        picks = read_picks(fields)
-        ticked = {_index(v) for v in _values(fields.get(ids.TYPED_FOR))}
-        one_modal = any(ids.text_field(i) in fields for i in picks)
-        # a checkbox group sends a list (multiSelect): only there is typed text kept beside a
-        # choice; a single-select choice and typed text are "not both", and a retry keeps the
-        # choice
-        choices = tuple(
-            routing.Choice(
-                frozenset(o for o in p.selected if o >= 0),
-                typed=i in ticked
-                or (not blank(p.text or "") and isinstance(fields.get(ids.pick_field(i)), list)),
-            )
-            for i, p in sorted(picks.items())
-        )
-        step = routing.Step(ask_id, choices)
-        if one_modal or not _typing_left(choices):
-            judging = self.answering.submit_form(ask_id, who, picks)
-            await self.judge(interaction, judging, retry=step_view(step))
-            return
-        await tell(interaction, step_text(step), view=step_view(step))
+            await interaction.response.send_modal(modal)
+        except discord.HTTPException as refused:
+            await not_opened(interaction, record.id, refused)
 
 
-def _typing_left(choices: tuple[routing.Choice, ...]) -> bool:
-    return any(not c.selected or c.typed for c in choices)
+def _modal(click: Click, record: AskRecord) -> ui.Modal:
+    """The modal a click opens: one question's typed answer, the typed-answer step, the form."""
+    if click.kind is Kind.TYPED and click.question is not None:
+        return other_modal(record, click.question)
+    if click.kind is Kind.STEP and click.step is not None:
+        return typed_modal(click.step, record)
+    return form_modal(record)
 
 
-def control_item(interactions: Interactions) -> type[ui.DynamicItem[ui.Button[ui.View]]]:
-    """The DynamicItem class for every button of ours, bound to ``interactions``."""
+def control_items(interactions: Interactions) -> list[type[ui.DynamicItem[ui.Button[ui.View]]]]:
+    """The DynamicItem classes for the buttons of ours, one per kind of control
+    (:data:`bridge.routing.TEMPLATES`) and one for every other id of ours
+    (:data:`bridge.routing.MALFORMED`), bound to ``interactions``. discord.py runs every class
+    whose template matches an id whole; these match each id exactly once."""
 
-    class Control(ui.DynamicItem[ui.Button[ui.View]], template=ids.CONTROL):
-        def __init__(self, item: ui.Button[ui.View], parsed: Parsed) -> None:
+    class Control(ui.DynamicItem[ui.Button[ui.View]], template=routing.MALFORMED):
+        """A button of ours; this class itself takes the malformed ids."""
+
+        well_formed = False
+
+        def __init__(self, item: ui.Button[ui.View], control_id: str | None) -> None:
             super().__init__(item)
-            self.parsed = parsed
+            self.control_id = control_id
 
         @classmethod
         async def from_custom_id(
@@ -308,20 +321,28 @@ def control_item(interactions: Interactions) -> type[ui.DynamicItem[ui.Button[ui
             match: re.Match[str],
             /,
         ) -> Control:
-            parsed: Parsed
-            try:
-                parsed = routing.parse(match.group(0))
-            except routing.BadRoute as exc:
-                parsed = exc
-            if not isinstance(item, ui.Button):
-                parsed = routing.BadRoute("not a button")
+            control_id = match.group(0) if cls.well_formed else None
+            if not isinstance(item, ui.Button):  # our id on another kind of component
+                control_id = None
                 item = ui.Button(custom_id=match.group(0))
-            return cls(item, parsed)
+            return cls(item, control_id)
 
         async def callback(self, interaction: discord.Interaction[Any]) -> None:
-            await interactions.on_click(interaction, self.parsed)
+            await interactions.on_click(interaction, self.control_id)
 
-    return Control
+    class Pick(Control, template=routing.TEMPLATES["pick"]):
+        well_formed = True
+
+    class Other(Control, template=routing.TEMPLATES["other"]):
+        well_formed = True
+
+    class Answer(Control, template=routing.TEMPLATES["answer"]):
+        well_formed = True
+
+    class Next(Control, template=routing.TEMPLATES["next"]):
+        well_formed = True
+
+    return [Pick, Other, Answer, Next, Control]
 
 
 async def not_opened(
@@ -410,7 +431,10 @@ def read_picks(fields: Mapping[str, object]) -> dict[int, Picks]:
     an index becomes ``-1``, which it refuses as out of range."""
     questions = {int(m.group(1)) for key in fields if (m := _PICK_FIELD.match(key))}
     return {
-        i: Picks(tuple(_index(v) for v in _values(fields.get(ids.pick_field(i)))), _text(fields, i))
+        i: Picks(
+            tuple(routing.index(v) for v in _values(fields.get(ids.pick_field(i)))),
+            _text(fields, i),
+        )
         for i in sorted(questions)
     }
 
@@ -424,7 +448,3 @@ def _values(value: object) -> list[str]:
 def _text(fields: Mapping[str, object], question: int) -> str | None:
     value = fields.get(ids.text_field(question))
     return value if isinstance(value, str) else None
-
-
-def _index(value: str) -> int:
-    return int(value) if value.isascii() and value.isdigit() and len(value) < 3 else -1

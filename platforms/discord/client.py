@@ -1,4 +1,4 @@
-"""discord.py clients from the settings: one for REST (posting, re-rendering), one for the gateway.
+"""discord.py clients from the settings: one for REST (posting, showing), one for the gateway.
 
 ``DISCORD_API_URL`` and ``DISCORD_GATEWAY_URL`` are applied to discord.py's process-wide bases
 (``discord.http.Route.BASE``, ``DiscordWebSocket.DEFAULT_GATEWAY``): one process talks to one
@@ -20,10 +20,10 @@ import aiohttp
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from bridge import metrics
-from bridge.logs import StateLog
+from bridge.api_reach import REACH_SECONDS as REACH_SECONDS
+from bridge.api_reach import reach
 from bridge.loops import PerLoop
 from bridge.platform import PlatformUnavailable
 from platforms.discord.settings import DiscordSettings
@@ -92,34 +92,23 @@ def _not_voice_notice(record: logging.LogRecord) -> bool:
 
 
 logging.getLogger("discord.client").addFilter(_not_voice_notice)
-REACH_SECONDS = 10.0
-"""Seconds an unreachable API is tried again for, and then at most one more wait (four seconds)
-and try: tenacity's ``stop_after_delay`` lets the last wait run past it."""
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.DiscordServerError)
 log = logging.getLogger(__name__)
 
 
 async def check_login(rest: RestClient, api_url: str, *, seconds: float = REACH_SECONDS) -> None:
-    """Log ``rest`` in, retrying an unreachable API for ``seconds`` (tenacity: waits doubling
-    from a quarter of a second to four; logged once); then ``PlatformUnavailable`` naming
-    ``DISCORD_API_URL``. A refused token is already ``PlatformUnavailable`` (:func:`login`)."""
-    state = StateLog(log, f"Discord API at DISCORD_API_URL={api_url}")
-    retrying = AsyncRetrying(
-        retry=retry_if_exception_type(TRANSIENT),
-        wait=wait_exponential(multiplier=0.25, max=4.0),
-        stop=stop_after_delay(seconds),
-        after=state.attempt_failed,
-        reraise=True,
+    """Log ``rest`` in, retrying an unreachable API for ``seconds``
+    (:func:`bridge.api_reach.reach`: waits doubling from a quarter of a second to four; logged
+    once); then ``PlatformUnavailable`` naming ``DISCORD_API_URL``. A refused token is already
+    ``PlatformUnavailable`` (:func:`login`)."""
+    await reach(
+        rest.get,
+        api="Discord",
+        setting=f"DISCORD_API_URL={api_url}",
+        transient=TRANSIENT,
+        log=log,
+        seconds=seconds,
     )
-    try:
-        async for attempt in retrying:
-            with attempt:
-                await rest.get()
-    except TRANSIENT as exc:
-        raise PlatformUnavailable(
-            f"cannot reach Discord's API at DISCORD_API_URL={api_url}: {exc or type(exc).__name__}"
-        ) from None
-    state.ok()
 
 
 class RestClient:

@@ -2,19 +2,13 @@
 
 Buttons carry the platform-neutral routing ids of :mod:`bridge.routing` (``pick``, ``other``,
 ``answer``, and ``next`` for the second step of a three- or four-question form, on an ephemeral
-message only the person sees; see :mod:`platforms.discord.render`). A modal's ``custom_id`` is
+message only the person sees; see :mod:`platforms.discord.markup`). A modal's ``custom_id`` is
 the id of the control that opened it, so a submission is routed the same way: ``answer`` (the
-form), ``other`` (one typed answer), ``next`` (the typed-answer step).
+form), ``other`` (one typed answer), ``next`` (the typed-answer step). Buttons are dispatched by
+the templates of :data:`bridge.routing.TEMPLATES` (:func:`platforms.discord.app.control_items`).
 """
 
 from __future__ import annotations
-
-import re
-
-from bridge import routing
-
-CONTROL = re.compile(rf"{re.escape(routing.PREFIX)}:.*", re.DOTALL)
-"""Every custom_id of ours, malformed ones included, so a forged or stale one is explained."""
 
 TYPED_FOR = "typed"
 """The form's checkbox group: for which multiSelect questions to type an answer as well."""

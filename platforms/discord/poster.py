@@ -1,13 +1,13 @@
-"""Posting and re-rendering ask messages over Discord's REST API."""
+"""Posting ask messages and showing their new states over Discord's REST API."""
 
 from __future__ import annotations
 
 import discord
 
-from bridge.poster import Poster
+from bridge.poster import AnswererIds, Poster
 from bridge.record import AskRecord, MessageRef
 from platforms.discord.client import RestClient
-from platforms.discord.render import reminder_content, render_message
+from platforms.discord.markup import reminder_content, render_message
 from platforms.discord.text import ANSWERER_RULE, answerer_id, is_user
 
 PLATFORM = "discord"
@@ -31,6 +31,7 @@ class DiscordPoster(Poster):
 
     platform = PLATFORM
     answerer_rule = ANSWERER_RULE
+    answerer_ids = AnswererIds(own_form=answerer_id, individual=is_user)
 
     def __init__(self, rest: RestClient) -> None:
         self.rest = rest
@@ -68,14 +69,6 @@ class DiscordPoster(Poster):
         return MessageRef(
             platform=PLATFORM, channel=str(channel_id), message_id=str(sent.id), extra=extra
         )
-
-    def answerer(self, answerer: str) -> str | None:
-        """A user id (a number) or a role (``role:ID``), as Discord writes the number."""
-        return answerer_id(answerer)
-
-    def individual(self, answerer: str) -> bool:
-        """A user id (a number), not a role (``role:ID``)."""
-        return is_user(answerer)
 
     async def update(self, record: AskRecord) -> None:
         """Re-render for the record's status (answers, who answered; no controls once ended;

@@ -18,6 +18,7 @@ from pydantic import SecretStr, ValidationError, field_validator, model_validato
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bridge.platform import PlatformUnavailable
+from bridge.settings_error import one_word, problems, unset_if_blank
 
 DEFAULT_API_URL = "https://discord.com/api/v10"
 
@@ -36,12 +37,11 @@ class DiscordSettings(BaseSettings):
     def _token(cls, value: SecretStr | None) -> SecretStr | None:
         """A token with a space inside is certainly wrong -- most often "Bot " copied with it
         (discord.py adds that itself) -- and local: said now, not after Discord refused it."""
-        token = value.get_secret_value().strip() if value is not None else ""
-        if len(token.split()) > 1:
-            raise ValueError(
-                "DISCORD_TOKEN has a space in it: set the bot token alone (without 'Bot ')"
-            )
-        return value
+        return one_word(
+            value,
+            "DISCORD_TOKEN has a space in it: set the bot token alone (without 'Bot ')",
+            trimmed=True,  # read stripped (bot_token)
+        )
 
     @field_validator("api_url")
     @classmethod
@@ -64,12 +64,10 @@ class DiscordSettings(BaseSettings):
     @field_validator("shards")
     @classmethod
     def _shards(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip().lower()
-        if value != "auto" and not (value.isdigit() and int(value) >= 1):
+        shards = (unset_if_blank(value) or "").lower()
+        if shards and shards != "auto" and not (shards.isdigit() and int(shards) >= 1):
             raise ValueError("DISCORD_SHARDS must be 'auto' or a number of shards (1 or more)")
-        return value
+        return shards or None
 
     @model_validator(mode="after")
     def _shard_ids_fit(self) -> DiscordSettings:
@@ -113,6 +111,5 @@ def load_settings() -> DiscordSettings:
     try:
         return DiscordSettings()
     except ValidationError as exc:
-        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
         # from None: pydantic's report, chained to it, would show the token
-        raise PlatformUnavailable(f"Discord settings are invalid: {problems}") from None
+        raise PlatformUnavailable(f"Discord settings are invalid: {problems(exc)}") from None

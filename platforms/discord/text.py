@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 
 import discord
 
-from bridge.text import ELLIPSIS, one_line, shown
+from bridge.presentation import longest_beginning, shown_once
+from bridge.text import ELLIPSIS, one_line
 
 NO_MENTIONS = discord.AllowedMentions.none()
 ROLE_PREFIX = "role:"
@@ -28,8 +28,6 @@ ROLE_PREFIX = "role:"
 _SNOWFLAKE = re.compile(r"^[0-9]{1,20}$")
 _MARKDOWN = set("\\*_~`|>#-[]()<:@")
 _ESCAPED = str.maketrans({char: "\\" + char for char in _MARKDOWN})
-_shown = lru_cache(maxsize=256)(shown)
-"""What :func:`fit` shows of a text, cleaned once for the levels of a rendering that try it."""
 
 
 def units(text: str) -> int:
@@ -40,7 +38,7 @@ def units(text: str) -> int:
 def fit(text: str, limit: int, *, markdown: bool = False) -> str:
     """``text`` cleaned (and escaped when ``markdown``) within ``limit`` UTF-16 units, cut with
     ``…`` if it had to be."""
-    cleaned = _shown(text)
+    cleaned = shown_once(text)  # cleaned once for the levels of a rendering that try it
     if len(cleaned) <= limit:  # else it cannot fit: each character takes a unit at least
         whole = cleaned.translate(_ESCAPED) if markdown else cleaned
         if units(whole) <= limit:
@@ -51,14 +49,10 @@ def fit(text: str, limit: int, *, markdown: bool = False) -> str:
         return cleaned[:count].translate(_ESCAPED) if markdown else cleaned[:count]
 
     # the most characters whose showing fits (each takes a unit at least: ``limit`` at most)
-    low, high = 0, min(len(cleaned), limit)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if units(shown_of(middle)) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    cut = shown_of(low).rstrip()
+    kept = longest_beginning(
+        min(len(cleaned), limit), lambda count: units(shown_of(count)) <= budget
+    )
+    cut = shown_of(kept).rstrip()
     if cut.endswith("\\") and not cut.endswith("\\\\"):
         cut = cut[:-1]  # never leave an escape that would swallow the ellipsis
     return cut + ELLIPSIS

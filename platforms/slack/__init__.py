@@ -108,20 +108,44 @@ class SlackPlatform:
 class SlackReceiver:
     """Clicks judged by one store: over Socket Mode when ``SLACK_APP_TOKEN`` is set (a connection
     this receiver holds), else over HTTP at ``POST /slack/events`` on the process's one server,
-    each request verified with ``SLACK_SIGNING_SECRET``.
+    each request verified with ``SLACK_SIGNING_SECRET``. Its click entry point is built here by
+    :func:`bridge.clicks.answer_clicks`, as Discord's receiver builds its own; the Bolt app
+    (:func:`platforms.slack.app.build_app`) hands it the parsed clicks.
 
     A token refused while receiving (revoked after the start check: any call through ``client``,
     including Socket Mode's reconnect, answers ``invalid_auth``, ``token_revoked``...) ends
     :meth:`run` with ``PlatformUnavailable`` naming the variable: the process stops instead of
     failing every click, or reconnecting forever."""
 
-    def __init__(self, settings: SlackSettings, client: WatchedClient, store: Store) -> None:
+    def __init__(
+        self,
+        settings: SlackSettings,
+        client: WatchedClient,
+        store: Store,
+        *,
+        store_timeout: float = 5.0,
+        ack_budget: float = 1.5,
+        fast_path: float = 1.0,
+    ) -> None:
+        # imported here: a process that only posts (``ask`` through a shared store) loads neither
+        # Bolt nor the click path
+        from bridge.clicks import answer_clicks
         from platforms.slack.app import build_app
+        from platforms.slack.groups import GroupResolver
+        from platforms.slack.markup import REPLIES
 
         self.client = client
         self.app_token = settings.app() if settings.socket_mode else None
         self.signing = None if self.app_token is not None else settings.signing()
-        self.app, self.interactions = build_app(store, client)
+        clicks = answer_clicks(
+            store,
+            SlackPoster(client),
+            REPLIES,
+            membership=GroupResolver(client),
+            store_timeout=store_timeout,
+            ack_budget=ack_budget,
+        )
+        self.app, self.interactions = build_app(clicks, client, fast_path=fast_path)
         self.link = None
         if self.app_token is not None:
             from platforms.slack.socket_mode import SocketModeLink

@@ -1,17 +1,22 @@
-"""The Bolt app: Slack's clicks and modal submissions translated for the answering layer.
+"""Slack's clicks: Bolt payloads parsed into clicks, and Slack's answers to them (the click
+step of ask -> post -> click -> resolve -> show, on Slack).
 
-Everything about judging a click -- who may answer, building answers from indices, the store's
-verdict, the re-render rule, the words of a refusal -- is :class:`bridge.answering.Answering`'s.
-This module only turns Slack payloads into plain values and verdicts back into Slack responses,
-within Slack's timing rules:
+A click on a posted ask reaches Bolt (over HTTP, :mod:`.http`, or Socket Mode,
+:mod:`.socket_mode`); a listener per kind of control (chosen by Bolt's matchers on the
+``action_id``, :data:`bridge.routing.TEMPLATES`) reads the payload into a
+:class:`~bridge.clicks.Click` and makes a Slack responder for it, and
+:meth:`bridge.clicks.Clicks.handle` -- built by the receiver
+(:class:`platforms.slack.SlackReceiver`) -- does the rest: judging (:mod:`bridge.answering`),
+timing, showing the new state (:mod:`bridge.showing`). Slack's own rules are the responders':
 
-* A button click is judged *before* its ack when the store answers within the answering layer's
-  budget (so a 200 for an accepting click means the answer is stored); a slow store falls back to
-  ack-then-judge and the person is told the outcome by an ephemeral message.
-* A button that opens a modal prepares it within :attr:`Interactions.fast_path` seconds or opens a
-  loading modal at once and fills it in with ``views.update``, so ``views.open`` always lands inside
-  the 3-second ``trigger_id`` window; a modal Slack refuses all the same (a late or repeated
-  click) is explained to the person by an ephemeral message.
+* A button click is judged *before* its ack when the store answers within the budget (so a 200
+  for an accepting click means the answer is stored); a slow store falls back to ack-then-judge
+  and the person is told the outcome by an ephemeral message.
+* A button that opens a modal is acked at once and prepares the modal within
+  :attr:`Interactions.fast_path` seconds or opens a loading modal and fills it in with
+  ``views.update``, so ``views.open`` always lands inside the 3-second ``trigger_id`` window; a
+  modal Slack refuses all the same (a late or repeated click) is explained to the person by an
+  ephemeral message.
 * A modal submission is judged before its ack, bounded by :attr:`Interactions.submit_budget`, so
   that errors (incomplete form, store down) show in the modal with the person's input kept.
 
@@ -21,7 +26,6 @@ one line, never raised.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,16 +36,16 @@ from slack_bolt.logger.messages import warning_client_prioritized_and_token_skip
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bridge import routing
-from bridge.answering import BACKSTOP, Answering, Caller, Outcome, Picks, Verdict
-from bridge.replies import BAD_CONTROL, MAYBE_SAVED, NOT_OPENED
-from bridge.store.base import Store, giving_up_after
+from bridge.answering import Caller, Outcome, Picks, Verdict
+from bridge.clicks import Click, Clicks, Kind, Timing
+from bridge.record import AskRecord
+from bridge.replies import MAYBE_SAVED, NOT_OPENED
 from platforms.slack import ids
 from platforms.slack.client import error_code
-from platforms.slack.groups import GroupResolver
-from platforms.slack.poster import SlackPoster
-from platforms.slack.render import REPLIES, form_view, loading_view, notice_view, other_view
+from platforms.slack.markup import form_view, loading_view, notice_view, other_view
 
 log = logging.getLogger(__name__)
 
@@ -57,120 +61,74 @@ logging.getLogger("slack_bolt.AsyncApp").addFilter(_not_token_skipped)
 
 @dataclass
 class Interactions:
-    answering: Answering
+    """Slack's listeners, one per kind of control (Bolt runs the first whose matcher fits), each
+    turning its payload into a :class:`~bridge.clicks.Click` and a Slack responder for
+    :meth:`Clicks.handle <bridge.clicks.Clicks.handle>`."""
+
+    clicks: Clicks
     fast_path: float = 1.0
     submit_budget: float = 2.0
 
     def register(self, app: AsyncApp) -> None:
-        app.action(ids.ACTION_PATTERN)(self.on_action)
+        app.action(routing.whole(routing.TEMPLATES["pick"]))(self.on_pick)
+        app.action(routing.whole(routing.TEMPLATES["other"]))(self.on_open)
+        app.action(routing.whole(routing.TEMPLATES["answer"]))(self.on_open)
+        app.action(ids.ACTION_PATTERN)(self.on_malformed)  # last: every other id of ours
         app.view(ids.FORM_CALLBACK)(self.on_view)
         app.view(ids.OTHER_CALLBACK)(self.on_view)
 
     async def drain(self, within: float = 5.0) -> None:
-        """Let clicks in progress finish (verdict, re-render, explanation) on shutdown."""
-        await self.answering.drain(within)
+        """Let clicks in progress finish (verdict, showing, explanation) on shutdown."""
+        await self.clicks.drain(within)
 
     # -- buttons --------------------------------------------------------------------------
 
-    async def on_action(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
-        click = _Click.read(body)
-        if click is None:
+    async def on_pick(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """A one-click answer: judged before the ack when the store is quick."""
+        await self._handle(ack, body, client, Timing.JUDGE_FIRST, None)
+
+    async def on_open(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """A button that opens a modal: acked at once, the modal opened within
+        :attr:`fast_path` (else a loading modal at once, filled in later)."""
+        await self._handle(ack, body, client, Timing.ACK_FIRST, self.fast_path)
+
+    async def on_malformed(
+        self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient
+    ) -> None:
+        """Any other id of ours (forged, stale, a form step: Slack's forms take one): the
+        person is told, nothing changes."""
+        await self._handle(ack, body, client, Timing.JUDGE_FIRST, None, malformed=True)
+
+    async def _handle(
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        client: AsyncWebClient,
+        timing: Timing,
+        budget: float | None,
+        *,
+        malformed: bool = False,
+    ) -> None:
+        read = _ActionPayload.read(body)
+        if read is None:
             log.warning("ignored a block action of unexpected shape")
             await ack()
             return
-        reply = Reply(client, click.channel, click.who.user_id, click.thread)
-        try:
-            route = routing.parse(click.action_id)
-        except routing.BadRoute:
-            log.warning("ignored a malformed action id from %s", click.who.user_id)
+        found = Click.control(read.action_id, read.who, steps=False)
+        click = Click.bad(read.who) if malformed or found is None else found
+        if timing is Timing.ACK_FIRST:
             await ack()
-            self.answering.spawn(reply(BAD_CONTROL))
-            return
-        if route is None:
-            await ack()
-            return
-        if isinstance(route, routing.Step):  # Slack's forms take one step: not from us
-            await ack()
-            self.answering.spawn(reply(BAD_CONTROL))
-            return
-        if route.kind != "pick":
-            await ack()
-            meta = ids.ModalMeta(
-                route.ask_id,
-                channel=click.channel,
-                thread=click.thread,
-                question=route.question if route.kind == "other" else None,
-            )
-            self.answering.spawn(self._open(client, click.trigger_id, meta, click.who, reply))
-            return
-
-        async def late(verdict: Verdict) -> None:
-            if verdict.explain:
-                await reply(verdict.explain)
-
-        answering = self.answering
-        judging = answering.pick(route.ask_id, route.question, route.option, click.who)
-        verdict = await answering.in_time(judging, ack=ack, late=late)
-        if verdict is None:  # acknowledged already; ``late`` tells the person
-            return
-        await ack()
-        answering.settle(verdict)
-        if verdict.explain:
-            answering.spawn(reply(verdict.explain))
-
-    async def _open(
-        self,
-        client: AsyncWebClient,
-        trigger_id: str,
-        meta: ids.ModalMeta,
-        who: Caller,
-        reply: Reply,
-    ) -> None:
-        """Open the form (or a loading modal, filled in when the form is ready). When Slack
-        refuses to open or fill it in (the ``trigger_id`` expired or already used, the modal
-        closed meanwhile) the person would be left with nothing on screen: they are told to click
-        again (or why they cannot answer), and the log gets one line."""
-        work = asyncio.ensure_future(self._prepare(meta, who))
-        done, _ = await asyncio.wait({work}, timeout=self.fast_path)
-        try:
-            if done:
-                view, refusal = work.result()
-                if view is None:
-                    return await reply(refusal or "")
-                await client.views_open(trigger_id=trigger_id, view=view)
-                return None
-            opened = await client.views_open(trigger_id=trigger_id, view=loading_view())
-        except SlackApiError as exc:
-            _not_opened(meta, exc)
-            _, refusal = await work  # a refusal is the truer answer: clicking again won't help
-            await reply(refusal or NOT_OPENED)
-            return None
-        view, refusal = await work
-        shown = view or notice_view(refusal or "")
-        try:
-            await client.views_update(
-                view_id=opened["view"]["id"], hash=opened["view"]["hash"], view=shown
-            )
-        except SlackApiError as exc:
-            _not_opened(meta, exc)
-            refusal = refusal or NOT_OPENED
-        if refusal:
-            await reply(refusal)
-        return None
-
-    async def _prepare(self, meta: ids.ModalMeta, who: Caller) -> tuple[View | None, str | None]:
-        """The modal to show, or why there is none."""
-        verdict = await self.answering.open_form(meta.ask_id, who, meta.question)
-        self.answering.settle(verdict)
-        if verdict.outcome is not Outcome.OPEN or verdict.record is None:
-            return None, verdict.explain
-        if meta.question is not None:
-            return other_view(verdict.record, meta), None
-        return form_view(verdict.record, meta), None
+        question = click.question if click.kind is Kind.TYPED else None
+        meta = ids.ModalMeta(click.ask_id, read.channel, read.thread, question)
+        reply = Reply(client, read.channel, read.who.user_id, read.thread)
+        responder = _Action(timing, budget, ack, client, read.trigger_id, meta, reply)
+        await self.clicks.handle(click, responder)
 
     # -- modal submissions ----------------------------------------------------------------
 
     async def on_view(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """A submitted modal: judged before its ack, within :attr:`submit_budget`, so that its
+        problems show in the modal with the person's input kept."""
         view = _dict(body.get("view"))
         meta = ids.ModalMeta.load(view.get("private_metadata"))
         who = _caller(body.get("user"))
@@ -178,27 +136,113 @@ class Interactions:
             log.warning("ignored a view submission of unexpected shape")
             await ack()
             return
-        inputs = _input_blocks(view)
         values = _dict(_dict(view.get("state")).get("values"))
-        with giving_up_after(self.submit_budget):  # the store withdraws what it did not send
-            judging = self.answering.submit_form(meta.ask_id, who, read_form(values))
+        click = Click(Kind.SUBMIT, meta.ask_id, who, picks=read_form(values))
+        reply = Reply(client, meta.channel, who.user_id, meta.thread)
+        responder = _Submission(self.submit_budget, ack, _input_blocks(view), meta, reply)
+        await self.clicks.handle(click, responder)
+
+
+@dataclass
+class _Action:
+    """How a button click is answered on Slack: an ack (empty: a button's ack carries nothing),
+    ephemeral messages, and the modal opened by the click's ``trigger_id`` -- at once, or as a
+    loading modal filled in with ``views.update``. When Slack refuses to open or fill it in (the
+    ``trigger_id`` expired or already used, the modal closed meanwhile) the person would be left
+    with nothing on screen: they are told to click again (or why they cannot answer), and the
+    log gets one line."""
+
+    timing: Timing
+    budget: float | None
+    ack: AsyncAck
+    client: AsyncWebClient
+    trigger_id: str
+    meta: ids.ModalMeta
+    reply: Reply
+    held: bool = False
+    """The verdict came late: a loading modal was asked for."""
+    loading: AsyncSlackResponse | None = None
+    """That loading modal, once Slack opened it."""
+
+    async def acknowledge(self) -> None:
+        if self.timing is not Timing.ACK_FIRST:
+            await self.ack()
+            return
+        self.held = True
+        try:
+            self.loading = await self.client.views_open(
+                trigger_id=self.trigger_id, view=loading_view()
+            )
+        except SlackApiError as exc:
+            _not_opened(self.meta, exc)
+
+    async def respond(self, verdict: Verdict) -> bool:
+        if self.timing is not Timing.ACK_FIRST:  # an opening click was acked on arrival
+            await self.ack()
+        return False
+
+    async def tell(self, verdict: Verdict) -> None:
+        if self.loading is not None:
+            await self._fill(notice_view(verdict.explain or ""))
+        await self.reply(verdict.explain or "")
+
+    async def open_form(self, record: AskRecord) -> None:
+        meta = self.meta
+        view = other_view(record, meta) if meta.question is not None else form_view(record, meta)
+        if not self.held:
             try:
-                verdict = await asyncio.wait_for(judging, self.submit_budget + BACKSTOP)
-            except TimeoutError:
-                verdict = None
-        if verdict is None or verdict.outcome is Outcome.UNAVAILABLE:
+                await self.client.views_open(trigger_id=self.trigger_id, view=view)
+            except SlackApiError as exc:
+                _not_opened(meta, exc)
+                await self.reply(NOT_OPENED)
+        elif self.loading is None or not await self._fill(view):
+            await self.reply(NOT_OPENED)
+
+    async def _fill(self, view: View) -> bool:
+        """Show ``view`` in the loading modal; ``False`` if Slack refused."""
+        assert self.loading is not None
+        shown = self.loading["view"]
+        try:
+            await self.client.views_update(view_id=shown["id"], hash=shown["hash"], view=view)
+        except SlackApiError as exc:
+            _not_opened(self.meta, exc)
+            return False
+        return True
+
+
+@dataclass
+class _Submission:
+    """How a modal submission is answered on Slack: its ack carries the verdict -- the modal
+    closes, shows a notice, or keeps the person's input with each problem on its field."""
+
+    budget: float
+    ack: AsyncAck
+    inputs: list[str]
+    meta: ids.ModalMeta
+    reply: Reply
+    timing: Timing = Timing.VERDICT_ONLY
+
+    async def acknowledge(self) -> None:
+        await self.ack()
+
+    async def respond(self, verdict: Verdict) -> bool:
+        inputs = self.inputs
+        if verdict.outcome is Outcome.UNAVAILABLE:
             first = inputs[0] if inputs else ids.text_block(0)
-            words = MAYBE_SAVED if verdict is None else verdict.explain or MAYBE_SAVED
-            await ack(response_action="errors", errors={first: words})
-            return
-        if verdict.outcome is Outcome.INVALID and verdict.problems:
-            await ack(response_action="errors", errors=_field_errors(verdict, inputs))
-            return
-        if verdict.stands or not verdict.explain:
-            await ack()
+            await self.ack(response_action="errors", errors={first: verdict.explain or MAYBE_SAVED})
+        elif verdict.outcome is Outcome.INVALID and verdict.problems:
+            await self.ack(response_action="errors", errors=_field_errors(verdict, inputs))
+        elif verdict.stands or not verdict.explain:
+            await self.ack()
         else:
-            await ack(response_action="update", view=notice_view(verdict.explain))
-        self.answering.settle(verdict)
+            await self.ack(response_action="update", view=notice_view(verdict.explain))
+        return True
+
+    async def tell(self, verdict: Verdict) -> None:
+        await self.reply(verdict.explain or "")
+
+    async def open_form(self, record: AskRecord) -> None:
+        await self.ack(response_action="update", view=form_view(record, self.meta))
 
 
 def _not_opened(meta: ids.ModalMeta, error: SlackApiError) -> None:
@@ -232,7 +276,7 @@ class Reply:
 
 
 @dataclass(frozen=True)
-class _Click:
+class _ActionPayload:
     """The parts of a ``block_actions`` payload a click needs, checked for shape."""
 
     action_id: str
@@ -242,7 +286,7 @@ class _Click:
     trigger_id: str
 
     @classmethod
-    def read(cls, body: dict[str, Any]) -> _Click | None:
+    def read(cls, body: dict[str, Any]) -> _ActionPayload | None:
         actions = body.get("actions")
         first = actions[0] if isinstance(actions, list) and actions else None
         action_id = first.get("action_id") if isinstance(first, dict) else None
@@ -290,14 +334,9 @@ def read_form(values: dict[str, Any]) -> dict[int, Picks]:
         chosen = [pick.get("selected_option")] if pick.get("selected_option") else []
         many = pick.get("selected_options")
         chosen += many if isinstance(many, list) else []
-        selected = tuple(_index(_dict(o).get("value")) for o in chosen)
+        selected = tuple(routing.index(_dict(o).get("value")) for o in chosen)
         picks[i] = Picks(selected, _str(typed.get("value")))
     return picks
-
-
-def _index(value: object) -> int:
-    text = value if isinstance(value, str) else ""
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 3 else -1
 
 
 def _input_blocks(view: dict[str, Any]) -> list[str]:
@@ -324,20 +363,18 @@ def _field_errors(verdict: Verdict, inputs: list[str]) -> dict[str, str]:
 
 
 def build_app(
-    store: Store,
-    client: AsyncWebClient,
-    *,
-    fast_path: float = 1.0,
-    store_timeout: float = 5.0,
+    clicks: Clicks, client: AsyncWebClient, *, fast_path: float = 1.0
 ) -> tuple[AsyncApp, Interactions]:
-    """A Bolt app answering asks from ``store``, and its handlers (to :meth:`~Interactions.drain`
-    on shutdown). Bolt's request verification is off: an HTTP request is verified once, before
-    it is parsed, by the route that hands it over (:func:`platforms.slack.http.events_route`),
-    and Socket Mode payloads arrive over the app-token connection.
+    """A Bolt app handing its clicks to ``clicks`` (the receiver's entry point, built by
+    :func:`bridge.clicks.answer_clicks` as every platform's is), and its handlers (to
+    :meth:`~Interactions.drain` on shutdown). Bolt's request verification is off: an HTTP
+    request is verified once, before it is parsed, by the route that hands it over
+    (:func:`platforms.slack.http.events_route`), and Socket Mode payloads arrive over the
+    app-token connection.
 
     ``process_before_response``: Bolt answers when a listener returns, so a listener that judges
-    a click before acking has the verdict stored before Slack sees the 200; slow work is handed
-    to :meth:`Answering.spawn`.
+    a click before acking has the verdict stored before Slack sees the 200; slow work runs in
+    the background of :class:`~bridge.clicks.Clicks`.
 
     Every request is handled with ``client`` itself (its token never changes), not the plain
     per-request copy Bolt would make: Bolt's own ``auth.test`` and every handler's call then go
@@ -354,13 +391,6 @@ def build_app(
         request_verification_enabled=False,
         process_before_response=True,
     )
-    answering = Answering(
-        store,
-        SlackPoster(client),
-        REPLIES,
-        membership=GroupResolver(client),
-        store_timeout=store_timeout,
-    )
-    interactions = Interactions(answering, fast_path=fast_path)
+    interactions = Interactions(clicks, fast_path=fast_path)
     interactions.register(app)
     return app, interactions

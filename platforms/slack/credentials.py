@@ -3,8 +3,9 @@ for the app-level token.
 
 A refused token stops the process in one line naming the variable (instead of Socket Mode's
 endless reconnect loop, or an HTTP-mode ``serve`` that says ``ready`` and then fails every post).
-A Slack API that cannot be reached is retried (tenacity: waits doubling from a quarter of a second
-to four, for :data:`REACH_SECONDS`), logged once, then reported naming ``SLACK_API_URL``.
+A Slack API that cannot be reached is retried (:func:`bridge.api_reach.reach`: waits doubling from
+a quarter of a second to four, for :data:`REACH_SECONDS`), logged once, then reported naming
+``SLACK_API_URL``.
 ``ask-bridge doctor`` reads the same answers for the token's scopes and the bot's channel
 membership.
 """
@@ -20,9 +21,9 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from bridge.logs import StateLog
+from bridge.api_reach import REACH_SECONDS as REACH_SECONDS
+from bridge.api_reach import reach
 from bridge.platform import PlatformUnavailable
 from platforms.slack.client import error_code, refusal_line
 
@@ -30,9 +31,6 @@ NEEDED_SCOPES = ("chat:write",)
 """Bot scopes every use needs (``usergroups:read`` only when an answerer is a user group)."""
 OPTIONAL_SCOPES = ("usergroups:read",)
 TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
-REACH_SECONDS = 10.0
-"""Seconds an unreachable API is tried again for, and then at most one more wait (four seconds)
-and try: tenacity's ``stop_after_delay`` lets the last wait run past it."""
 log = logging.getLogger(__name__)
 
 
@@ -81,18 +79,15 @@ async def _call(
     *,
     seconds: float,
 ) -> Any:
-    state = StateLog(log, f"Slack API at SLACK_API_URL={api_url}")
-    retrying = AsyncRetrying(
-        retry=retry_if_exception_type(TRANSIENT),
-        wait=wait_exponential(multiplier=0.25, max=4.0),
-        stop=stop_after_delay(seconds),
-        after=state.attempt_failed,
-        reraise=True,
-    )
     try:
-        async for attempt in retrying:
-            with attempt:
-                response = await call()
+        return await reach(
+            call,
+            api="Slack",
+            setting=f"SLACK_API_URL={api_url}",
+            transient=TRANSIENT,
+            log=log,
+            seconds=seconds,
+        )
     except SlackApiError as exc:
         error = error_code(exc)
         if error is None:  # no Slack answer (a proxy's error page): no verdict on the token
@@ -100,9 +95,3 @@ async def _call(
         raise PlatformUnavailable(
             f"Slack refused {variable} ({error}): set a valid token"
         ) from None
-    except TRANSIENT as exc:
-        raise PlatformUnavailable(
-            f"cannot reach Slack's API at SLACK_API_URL={api_url}: {exc or type(exc).__name__}"
-        ) from None
-    state.ok()
-    return response

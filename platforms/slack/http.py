@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote_plus
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
-from slack_bolt.context.async_context import AsyncBoltContext
-from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
@@ -55,7 +53,7 @@ def events_route(app: AsyncApp, signing_secret: str) -> HttpRoute:
         if payload is None:  # JSON or ssl_check: Bolt reads it itself
             bolt_request = await to_bolt_request(request)
         else:
-            bolt_request = _ParsedRequest(payload, request)
+            bolt_request = parsed_request(payload, request)
         bolt_response = await app.async_dispatch(bolt_request)
         return await to_aiohttp_response(bolt_response)
 
@@ -135,15 +133,16 @@ def form_value(text: str) -> str:
     return unquote_plus(text, errors="strict")
 
 
-class _ParsedRequest(AsyncBoltRequest):
-    """Bolt's HTTP request with the payload already parsed (and checked) here, so Bolt does not
-    decode the body a second time. Its raw body stays empty: Bolt reads it only to verify the
-    signature (done: :func:`events_route`) and to copy a request for a lazy listener (none)."""
-
-    def __init__(self, payload: dict[str, Any], request: web.Request) -> None:
-        super().__init__(body="", query=request.query_string, headers=request.headers)  # type: ignore[arg-type]
-        self.body = payload
-        self.context = build_async_context(AsyncBoltContext({}), payload)
+def parsed_request(payload: dict[str, Any], request: web.Request) -> AsyncBoltRequest:
+    """Bolt's request for a payload already parsed (and checked) here, so Bolt does not decode
+    the body a second time. Bolt's public constructor takes a parsed body in its Socket Mode
+    form, which differs from its HTTP form only in keeping no raw body: Bolt reads that only to
+    verify the signature (done: :func:`events_route`) and to copy a request for a lazy listener
+    (none)."""
+    headers: dict[str, str | Sequence[str]] = dict(request.headers)
+    return AsyncBoltRequest(
+        body=payload, query=request.query_string, headers=headers, mode="socket_mode"
+    )
 
 
 def shape_problem(payload: dict[str, Any]) -> str | None:

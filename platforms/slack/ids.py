@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from bridge import routing
 
 ACTION_PATTERN = re.compile(rf"^{re.escape(routing.PREFIX)}:")
-"""Every action id of ours, malformed ones included, so a forged or stale one is explained."""
+"""Every action id of ours: matched after each kind's own template
+(:data:`bridge.routing.TEMPLATES`), it takes the malformed ones, so a forged or stale one is
+explained."""
 FORM_CALLBACK = "askb:form"
 OTHER_CALLBACK = "askb:other"
 

@@ -1,5 +1,5 @@
-"""Posting and re-rendering ask messages with ``chat.postMessage`` and ``chat.update``; a posted
-message's link with ``chat.getPermalink`` (no scope needed)."""
+"""Posting ask messages and showing their new states with ``chat.postMessage`` and
+``chat.update``; a posted message's link with ``chat.getPermalink`` (no scope needed)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import logging
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.poster import Poster
+from bridge.poster import AnswererIds, Poster
 from bridge.record import AskRecord, MessageRef
 from platforms.slack.client import error_code
-from platforms.slack.render import reminder_text, render_message
+from platforms.slack.markup import reminder_text, render_message
 from platforms.slack.text import ANSWERER_RULE, answerer_id, is_user
 
 PLATFORM = "slack"
@@ -32,6 +32,7 @@ class SlackPoster(Poster):
 
     platform = PLATFORM
     answerer_rule = ANSWERER_RULE
+    answerer_ids = AnswererIds(own_form=answerer_id, individual=is_user)
 
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
@@ -89,14 +90,6 @@ class SlackPoster(Poster):
             return None
         link = resp.get("permalink")
         return link if isinstance(link, str) and link.startswith("https://") else None
-
-    def answerer(self, answerer: str) -> str | None:
-        """A user (``U…``/``W…``) or user group (``S…``) id, upper-cased."""
-        return answerer_id(answerer)
-
-    def individual(self, answerer: str) -> bool:
-        """A user id (``U…``/``W…``), not a user group (``S…``)."""
-        return is_user(answerer)
 
     async def update(self, record: AskRecord) -> None:
         """Re-render for the record's status (answers, who answered; no controls once ended;

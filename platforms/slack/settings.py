@@ -17,6 +17,7 @@ from pydantic import SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bridge.platform import PlatformUnavailable
+from bridge.settings_error import one_word, problems, spaced
 
 DEFAULT_API_URL = "https://slack.com/api/"
 BOT_TOKEN_PREFIXES = ("xoxb-", "xoxe.xoxb-")
@@ -35,7 +36,7 @@ def token_problem(variable: str, value: SecretStr | None) -> str | None:
     token = value.get_secret_value() if value is not None else ""
     if not token.strip():
         return None
-    if token.split() != [token]:
+    if spaced(token):
         return f"{variable} has a space or line break in it: set it to the token alone"
     if variable == "SLACK_APP_TOKEN":
         if token.startswith("xapp-"):
@@ -76,12 +77,10 @@ class SlackSettings(BaseSettings):
     @field_validator("signing_secret")
     @classmethod
     def _signing_secret(cls, value: SecretStr | None) -> SecretStr | None:
-        secret = value.get_secret_value() if value is not None else ""
-        if secret.strip() and secret.split() != [secret]:
-            raise ValueError(
-                "SLACK_SIGNING_SECRET has a space or line break in it: set it to the secret alone"
-            )
-        return value
+        return one_word(
+            value,
+            "SLACK_SIGNING_SECRET has a space or line break in it: set it to the secret alone",
+        )
 
     @field_validator("api_url")
     @classmethod
@@ -120,5 +119,4 @@ def load_settings() -> SlackSettings:
     try:
         return SlackSettings()
     except ValidationError as exc:
-        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-        raise PlatformUnavailable(f"Slack settings are invalid: {problems}") from None
+        raise PlatformUnavailable(f"Slack settings are invalid: {problems(exc)}") from None

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 
-from bridge.text import ELLIPSIS, shown
+from bridge.presentation import longest_beginning, shown_once
+from bridge.text import ELLIPSIS
 
 _ZWJ = "\u200d"
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,30}$")
@@ -34,31 +34,17 @@ def cost(text: str) -> int:
 def fit(text: str, limit: int) -> str:
     """Escaped ``text`` whose :func:`cost` is at most ``limit``, cut with ``…`` if it had to be.
 
-    The cut keeps the longest beginning that fits, found by halving (the cost of a beginning
-    grows with it, character by character, and an entity is never split). A cut inside an emoji
-    sequence drops a joiner left dangling before the ``…`` (it would join nothing, and show
-    nothing: :func:`bridge.text.visible` keeps one only between symbols)."""
-    cleaned, safe = _shown(text)
+    The cut keeps the longest beginning that fits (:func:`bridge.presentation.longest_beginning`:
+    the cost of a beginning grows with it, character by character, and an entity is never split).
+    A cut inside an emoji sequence drops a joiner left dangling before the ``…`` (it would join
+    nothing, and show nothing: :func:`bridge.text.visible` keeps one only between symbols)."""
+    cleaned = shown_once(text)
+    safe = escape(cleaned)
     if cost(safe) <= limit:
         return safe
     budget = limit - cost(ELLIPSIS)
-    kept, over = 0, len(cleaned)
-    while kept < over:
-        mid = (kept + over + 1) // 2
-        if cost(escape(cleaned[:mid])) <= budget:
-            kept = mid
-        else:
-            over = mid - 1
+    kept = longest_beginning(len(cleaned), lambda count: cost(escape(cleaned[:count])) <= budget)
     return escape(cleaned[:kept]).rstrip().removesuffix(_ZWJ) + ELLIPSIS
-
-
-@lru_cache(maxsize=512)
-def _shown(text: str) -> tuple[str, str]:
-    """``text`` as shown (:func:`bridge.text.shown`) and escaped. Kept for the texts seen last:
-    a message is tried at up to six levels of cuts, each fitting the same texts, and making one
-    visible takes a pass over its characters."""
-    cleaned = shown(text)
-    return cleaned, escape(cleaned)
 
 
 ANSWERER_RULE = "Slack answerers are user ids, U… or W…, and user group ids, S…"

@@ -130,7 +130,7 @@ BLOCKS_JSON = Limit(
 # message reported accepted stays under (13,297 characters in two markdown blocks are 13,358 as
 # JSON): stricter than the documentation, which sets no bound at all, and lenient enough not to
 # refuse what Slack was seen to accept. Some messages Slack refuses pass the fake (those of the
-# reports above); the renderers keep to 12,000 (platforms.slack.render.BLOCKS_BUDGET), and the
+# reports above); the renderers keep to 12,000 (platforms.slack.markup.BLOCKS_BUDGET), and the
 # poster retries once at the tightest level if Slack still refuses.
 
 RULES = (

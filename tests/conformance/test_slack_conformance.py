@@ -46,11 +46,10 @@ from bridge.record import (
 from bridge.text import ELLIPSIS, one_line, shown
 from conformance import slack_rules
 from conformance.slack_rules import RULES, describe, refusal
-from platforms.slack import ids, render
+from platforms.slack import ids, markup
 from platforms.slack.app import Reply
 from platforms.slack.groups import GroupResolver
-from platforms.slack.poster import SlackPoster
-from platforms.slack.render import (
+from platforms.slack.markup import (
     BLOCKS_BUDGET,
     REPLIES,
     blocks_cost,
@@ -60,6 +59,7 @@ from platforms.slack.render import (
     other_view,
     render_message,
 )
+from platforms.slack.poster import SlackPoster
 from platforms.slack.text import escape, fit
 
 LIMITS_DOC = Path(__file__).resolve().parents[2] / "docs" / "limits.md"
@@ -415,7 +415,7 @@ def test_questions_at_the_maximum_are_posted(questions: int, multi: bool) -> Non
     check(pending(at_most(questions=questions, multi=multi)))
 
 
-def test_an_answered_multiselect_at_the_maximum_is_rerendered() -> None:
+def test_an_answered_multiselect_at_the_maximum_renders() -> None:
     """Issue 23: all four labels and 2,000 typed characters made a 3,144-character section, so
     the message was never updated and kept its live buttons."""
     qs = at_most(questions=1, multi=True)
@@ -439,7 +439,7 @@ LONGEST_ID = "S" + "X" * 30
 
 def worst_cases() -> Iterator[tuple[str, AskRecord]]:
     """Asks whose every text reaches its cap at the tightest level: the largest messages the last
-    level can build, which the render module's arithmetic adds up."""
+    level can build, which the markup module's arithmetic adds up."""
     qs = at_most(questions=4, multi=True, text=WORST)
     typed = tuple(
         Answer(question=q.question, selected=tuple(q.option_labels()), other_text=WORST * 2000)
@@ -484,7 +484,7 @@ def worst_cases() -> Iterator[tuple[str, AskRecord]]:
 def test_the_tightest_level_fits_the_largest_records_by_the_stated_arithmetic(
     name: str, record: AskRecord
 ) -> None:
-    """The render module's docstring adds up the last level's worst case; these records reach
+    """The markup module's docstring adds up the last level's worst case; these records reach
     every cap, and their sizes are the ones it states."""
     message = render_message(record, tightest=True)
     stated = {"pending": 8107, "answered": 5200, "agreed": 5200, "one-click": 2800}
@@ -501,7 +501,7 @@ def test_a_renderer_that_cuts_nothing_fails_the_checks(monkeypatch: pytest.Monke
     """A renderer broken to cut nothing, with slack_sdk's own limits on sections and buttons
     lifted (as if the blocks were built by hand), builds a section over 3,000 and a button over
     75: the conformance check refuses it, by the documented limits alone."""
-    monkeypatch.setattr(render, "fit", lambda text, limit: escape(shown(text)))
+    monkeypatch.setattr(markup, "fit", lambda text, limit: escape(shown(text)))
     monkeypatch.setattr(SectionBlock, "text_max_length", 10**6)
     monkeypatch.setattr(ButtonElement, "text_max_length", 10**6)
     record = pending(at_most(questions=1, multi=False))
@@ -619,9 +619,9 @@ def test_descriptions_and_typed_answers_are_cut_first() -> None:
     """The first level after the whole rendering cuts only the descriptions (shown while
     pending) and typed answers (shown once answered); each later one cuts the question text
     and labels tighter, and nothing looser."""
-    whole, first = render.LEVELS[0], render.LEVELS[1]
+    whole, first = markup.LEVELS[0], markup.LEVELS[1]
     assert (first.question, first.label) == (whole.question, whole.label)
     assert first.description < whole.description and first.other < whole.other
-    for looser, tighter in itertools.pairwise(render.LEVELS[1:]):
+    for looser, tighter in itertools.pairwise(markup.LEVELS[1:]):
         assert tighter.question < looser.question and tighter.label < looser.label
         assert tighter.description <= looser.description and tighter.other <= looser.other

@@ -47,7 +47,7 @@ def picks(record: AskRecord) -> list[tuple[tuple[str, ...], str | None]]:
     return [(a.selected, a.other_text) for a in record.answers]
 
 
-async def test_one_click_answers_and_rerenders(bot: Bot, fake: FakeDiscord) -> None:
+async def test_one_click_answers_and_shows_the_answer(bot: Bot, fake: FakeDiscord) -> None:
     record = await bot.ask([q("Ship it?", "Ship", ["Yes", "No"])])
     posted = bot.message(record)
     (row,) = posted["components"]
@@ -299,7 +299,7 @@ async def test_dms_and_threads(bot: Bot, fake: FakeDiscord, where: str) -> None:
 
 
 @pytest.mark.parametrize("status", [AskStatus.EXPIRED, AskStatus.CANCELLED])
-async def test_expired_and_cancelled_asks_are_rerendered(
+async def test_expired_and_cancelled_asks_are_shown_ended(
     bot: Bot, fake: FakeDiscord, status: AskStatus
 ) -> None:
     record = await bot.ask([q("Ship it?", "Ship", ["Yes", "No"])], answerers=(BOB,))

@@ -38,9 +38,9 @@ from bridge.answering import MAX_TYPED, one_click
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination, FollowUps, Responder, Submission
 from bridge.text import one_line
-from platforms.discord import DiscordPlatform, DiscordPoster, render
+from platforms.discord import DiscordPlatform, DiscordPoster, markup
 from platforms.discord.app import RECORDED_NOW, tell
-from platforms.discord.render import (
+from platforms.discord.markup import (
     EMBEDS_BUDGET,
     LEVELS,
     MAX_APPROVALS,
@@ -514,7 +514,7 @@ def test_what_is_shown_whole_and_what_is_cut_first(
     and the descriptions are the first and only texts cut."""
     record = whole(count, question, label, description)
     shown = render_message(record)
-    assert shown.embeds == render._message(record, WHOLE).embeds
+    assert shown.embeds == markup._message(record, WHOLE).embeds
     assert "…" not in str(body_of(shown)["embeds"])
     longer = render_message(whole(count, question, label, description + 1 + 300))
     text = "".join(e.description or "" for e in longer.embeds)
@@ -530,7 +530,7 @@ def test_levels_run_from_whole_to_tightest() -> None:
         assert tighter.question <= looser.question and tighter.label <= looser.label
     record = LARGEST.pending
     tightest = body_of(render_message(record, tightest=True))
-    assert tightest == body_of(render._message(record, TIGHTEST))
+    assert tightest == body_of(markup._message(record, TIGHTEST))
     assert tightest != body_of(render_message(record))
 
 
@@ -541,7 +541,7 @@ def test_levels_run_from_whole_to_tightest() -> None:
 def test_a_button_label_over_80_fails_the_conformance_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(render, "MAX_BUTTON", 200)
+    monkeypatch.setattr(markup, "MAX_BUTTON", 200)
     body = body_of(render_message(ONE_CLICK.pending))
     problems = check_request("POST", "/channels/1/messages", body)
     assert ("components", 0, "components", 0, "label") in [p.path for p in problems]
@@ -556,7 +556,7 @@ def test_a_button_label_over_80_fails_the_conformance_check(
 
 @pytest.mark.invalid_requests_expected
 def test_embeds_over_6000_fail_the_conformance_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(render, "LEVELS", (WHOLE,))  # no level to fall through to
+    monkeypatch.setattr(markup, "LEVELS", (WHOLE,))  # no level to fall through to
     body = body_of(render_message(whole(count=4, question=1500, label=80, description=100)))
     assert embeds_total(body["embeds"]) > 6000
     problems = check_request("POST", "/channels/1/messages", body)

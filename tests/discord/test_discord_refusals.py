@@ -16,7 +16,7 @@ from fake_discord import CHANNEL, FakeDiscord
 
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination
-from platforms.discord import DiscordPlatform, DiscordPoster, render
+from platforms.discord import DiscordPlatform, DiscordPoster, markup
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ async def test_a_message_discord_refuses_is_sent_again_at_the_tightest_cuts(
     refused, posted = sends(fake, "POST")
     assert (refused.status, posted.status) == (400, 200)
     assert described(posted.body) < described(refused.body)
-    tightest = render.render_message(record, tightest=True)
+    tightest = markup.render_message(record, tightest=True)
     assert [e["description"] for e in posted.body["embeds"]] == [
         e.to_dict()["description"] for e in tightest.embeds
     ]

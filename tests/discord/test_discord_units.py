@@ -11,7 +11,7 @@ from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer,
 from bridge.platform import PlatformUnavailable, configured_platforms, resolve_platform
 from bridge.record import AskRecord, AskStatus, Destination, Responder, Submission
 from platforms.discord import DiscordPlatform
-from platforms.discord.render import EMBEDS_BUDGET, embeds_cost, render_message
+from platforms.discord.markup import EMBEDS_BUDGET, embeds_cost, render_message
 from platforms.discord.settings import DEFAULT_API_URL, DiscordSettings, load_settings
 from platforms.discord.text import fit, mention
 

@@ -14,16 +14,12 @@ from collections.abc import AsyncIterator, Iterator
 import aiohttp
 import pytest
 from conformance.slack_rules import describe
-from fake_slack import BOT_TOKEN, CREATED, FakeSlack
-from payloads import SIGNING_SECRET
+from fake_slack import CREATED, FakeSlack
 from redis_server import RedisServer
-from slack_harness import Bolt
+from slack_harness import Bolt, http_receiver
 
 from bridge.http_server import HttpServer
 from bridge.store.redis import RedisStore
-from platforms.slack.app import build_app
-from platforms.slack.client import make_client
-from platforms.slack.http import events_route
 from platforms.slack.poster import SlackPoster
 
 
@@ -69,11 +65,11 @@ async def store(redis_srv: RedisServer) -> AsyncIterator[RedisStore]:
 
 @pytest.fixture
 async def bolt(fake: FakeSlack, store: RedisStore) -> AsyncIterator[Bolt]:
-    client = make_client(BOT_TOKEN, fake.url)
-    app, interactions = build_app(store, client)
-    server = HttpServer([events_route(app, SIGNING_SECRET)], "127.0.0.1", 0)
+    receiver = http_receiver(fake, store)
+    server = HttpServer(receiver.routes(), "127.0.0.1", 0)
     await server.start()
     async with aiohttp.ClientSession() as session:
-        yield Bolt(server, session, fake, store, SlackPoster(client), interactions)
+        poster = SlackPoster(receiver.client)
+        yield Bolt(server, session, fake, store, poster, receiver.interactions)
     await server.stop()
-    await interactions.drain()
+    await receiver.drain()

@@ -9,18 +9,30 @@ from typing import Any
 
 import aiohttp
 from conformance.slack_rules import describe, response_problems
-from fake_slack import FakeSlack
+from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import SIGNING_SECRET, form_body, signed
 
 from bridge.http_server import HttpServer
 from bridge.models import QuestionSet
 from bridge.record import AskRecord, Destination
 from bridge.store.redis import RedisStore
+from platforms.slack import SlackReceiver
 from platforms.slack.app import Interactions
+from platforms.slack.client import make_client
 from platforms.slack.http import EVENTS_PATH
 from platforms.slack.poster import SlackPoster
+from platforms.slack.settings import SlackSettings
 
 CHANNEL = "C0GENERAL"
+
+
+def http_receiver(fake: FakeSlack, store: RedisStore, **options: float) -> SlackReceiver:
+    """The receiver ``serve`` makes for Slack over HTTP, calling ``fake`` and judging by ``store``
+    (``options``: its timings); the caller serves its routes (:meth:`SlackReceiver.routes`)."""
+    settings = SlackSettings(
+        bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, app_token=None, api_url=fake.url
+    )
+    return SlackReceiver(settings, make_client(BOT_TOKEN, fake.url), store, **options)
 
 
 def assert_response_conforms(text: str) -> None:

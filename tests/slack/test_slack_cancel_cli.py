@@ -15,7 +15,7 @@ from bridge.cli import main
 from bridge.record import AskStatus
 
 
-async def test_cancel_rerenders_the_message_without_controls(
+async def test_cancel_shows_the_message_without_controls(
     bolt: Bolt, fake: FakeSlack, redis_srv: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     record = await bolt.ask([q("Ship it?", "Deploy", ["Yes", "No"])])

@@ -289,7 +289,7 @@ async def test_post_refused_exits_1_with_the_slack_error(world: World) -> None:
     assert not any(channel == "C0NOWHERE" for channel, _ in world.fake.messages)
 
 
-async def test_expiry_exits_4_and_rerenders(world: World) -> None:
+async def test_expiry_exits_4_and_shows_the_ask_expired(world: World) -> None:
     marker = uuid.uuid4().hex[:8]
     questions = json.dumps([q(f"Expire {marker}?", "Expire", ["a", "b"])])
     agent = await Agent.start(world.env, questions, *agent_args("--expires", "0.5"))
@@ -300,7 +300,7 @@ async def test_expiry_exits_4_and_rerenders(world: World) -> None:
     assert "Expired" in json.dumps(world.fake.messages[(channel, ts)]["blocks"])
 
 
-async def test_serve_sweeps_expired_deferred_asks_and_rerenders_them(world: World) -> None:
+async def test_serve_sweeps_expired_deferred_asks_and_shows_them_expired(world: World) -> None:
     marker = uuid.uuid4().hex[:8]
     questions = json.dumps([q(f"Sweep {marker}?", "Sweep", ["a", "b"])])
     agent = await Agent.start(

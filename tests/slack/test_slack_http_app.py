@@ -14,7 +14,6 @@ import aiohttp
 import pytest
 from fake_slack import BOT_TOKEN, FakeSlack
 from payloads import (
-    SIGNING_SECRET,
     block_actions,
     checks,
     find_action,
@@ -27,7 +26,7 @@ from payloads import (
 )
 from redis_server import redis_server
 from samples import q
-from slack_harness import CHANNEL, Bolt
+from slack_harness import CHANNEL, Bolt, http_receiver
 from slack_sdk.errors import SlackApiError
 
 from bridge import replies
@@ -37,10 +36,8 @@ from bridge.record import AskRecord, AskStatus, Destination, FollowUps, Responde
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore
 from bridge.sweeper import Sweeper
-from platforms.slack.app import build_app
 from platforms.slack.client import make_client
 from platforms.slack.groups import GroupResolver
-from platforms.slack.http import events_route
 from platforms.slack.poster import SlackPoster
 
 DEPLOY = q("Ship the release now?", "Deploy", ["Yes", "No", "Wait"])
@@ -55,7 +52,7 @@ def ephemerals_to(fake: FakeSlack, user: str) -> list[str]:
     return [c["text"] for c in fake.ok_calls("chat.postEphemeral") if c["user"] == user]
 
 
-async def test_one_click_answers_and_rerenders_without_controls(bolt: Bolt) -> None:
+async def test_one_click_answers_and_shows_the_message_without_controls(bolt: Bolt) -> None:
     record = await bolt.ask([DEPLOY])
     status, _ = await bolt.send(click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:1"))
     assert status == 200
@@ -89,7 +86,7 @@ async def test_double_click_answers_once(bolt: Bolt) -> None:
         assert "Answered by <@U0ALICE>" in json.dumps(update["blocks"])
 
 
-async def test_retry_after_a_timed_out_commit_rerenders_the_message(bolt: Bolt) -> None:
+async def test_retry_after_a_timed_out_commit_shows_the_final_state(bolt: Bolt) -> None:
     """The store committed Alice's answer but her click timed out ("try again"), so nothing
     re-rendered it; her retry is REPEATED and must bring the message up to date."""
     record = await bolt.ask([DEPLOY])
@@ -106,7 +103,7 @@ async def test_retry_after_a_timed_out_commit_rerenders_the_message(bolt: Bolt) 
     assert shown["blocks"] == update["blocks"]
 
 
-async def test_retry_with_another_answer_after_a_timed_out_commit_rerenders_the_message(
+async def test_retry_with_another_answer_after_a_timed_out_commit_shows_the_final_state(
     bolt: Bolt,
 ) -> None:
     """Alice's first answer committed but her click timed out ("try again"), so nothing
@@ -132,7 +129,7 @@ async def test_retry_with_another_answer_after_a_timed_out_commit_rerenders_the_
     assert done is not None and done.answers == tuple(answer)  # the first answer stands
 
 
-async def test_a_failed_rerender_is_logged_not_lost(
+async def test_a_failed_showing_is_logged_not_lost(
     bolt: Bolt, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert bolt.interactions is not None
@@ -246,7 +243,7 @@ async def test_a_slow_store_acks_in_time_and_tells_the_verdict_later(bolt: Bolt)
     """Past the answering layer's budget the click is acked first (Slack's 3 s still hold) and
     the person learns the outcome from an ephemeral message."""
     assert bolt.interactions is not None
-    bolt.interactions.answering.ack_budget = 0.05
+    bolt.interactions.clicks.ack_budget = 0.05
     record = await bolt.ask([DEPLOY], answerers=("S0REVIEW",))
     bolt.fake.delay("usergroups.users.list", 0.5)
     started = time.monotonic()
@@ -507,13 +504,12 @@ async def test_unauthorised_answer_button_opens_no_modal(bolt: Bolt) -> None:
 async def test_slow_preparation_opens_a_loading_modal_first(
     fake: FakeSlack, store: RedisStore
 ) -> None:
-    client = make_client(BOT_TOKEN, fake.url)
-    app, _ = build_app(store, client, fast_path=0.0)
-    server = HttpServer([events_route(app, SIGNING_SECRET)], "127.0.0.1", 0)
+    receiver = http_receiver(fake, store, fast_path=0.0)
+    server = HttpServer(receiver.routes(), "127.0.0.1", 0)
     await server.start()
     try:
         async with aiohttp.ClientSession() as session:
-            bolt = Bolt(server, session, fake, store, SlackPoster(client))
+            bolt = Bolt(server, session, fake, store, SlackPoster(receiver.client))
             record = await bolt.ask(FORM)
             await bolt.send(click(bolt, record, "U0ALICE", f"askb:answer:{record.id}"))
             (opened,) = await fake.wait_for("views.open")
@@ -527,13 +523,12 @@ async def test_slow_preparation_opens_a_loading_modal_first(
 async def test_store_down_during_a_click(fake: FakeSlack, tmp_path: Path) -> None:
     with redis_server(tmp_path / "r", appendonly=True) as srv:
         store = RedisStore.from_url(srv.url, prefix=f"t{uuid.uuid4().hex[:8]}")
-        client = make_client(BOT_TOKEN, fake.url)
-        app, _ = build_app(store, client, store_timeout=0.5)
-        server = HttpServer([events_route(app, SIGNING_SECRET)], "127.0.0.1", 0)
+        receiver = http_receiver(fake, store, store_timeout=0.5)
+        server = HttpServer(receiver.routes(), "127.0.0.1", 0)
         await server.start()
         try:
             async with aiohttp.ClientSession() as session:
-                bolt = Bolt(server, session, fake, store, SlackPoster(client))
+                bolt = Bolt(server, session, fake, store, SlackPoster(receiver.client))
                 record = await bolt.ask([DEPLOY])
                 early = click(bolt, record, "U0ALICE", f"askb:pick:{record.id}:0:0")
                 srv.kill()

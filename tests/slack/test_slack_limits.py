@@ -16,7 +16,7 @@ from slack_sdk.models.blocks import ButtonElement, SectionBlock
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination, Responder
 from bridge.text import shown
-from platforms.slack import render
+from platforms.slack import markup
 from platforms.slack.client import make_client
 from platforms.slack.poster import SlackPoster
 from platforms.slack.text import escape
@@ -89,7 +89,7 @@ async def test_the_fake_refuses_a_renderer_that_cuts_nothing(
     """A renderer broken to cut nothing, with slack_sdk's own limits lifted (as if its blocks
     were built by hand): the fake refuses its section over 3,000 and its buttons over 75 as Slack
     does, and the post fails (after the poster's one retry at the tightest level)."""
-    monkeypatch.setattr(render, "fit", lambda text, limit: escape(shown(text)))
+    monkeypatch.setattr(markup, "fit", lambda text, limit: escape(shown(text)))
     monkeypatch.setattr(SectionBlock, "text_max_length", 10**6)
     monkeypatch.setattr(ButtonElement, "text_max_length", 10**6)
     poster = SlackPoster(make_client(BOT_TOKEN, fake.url))
@@ -122,7 +122,7 @@ async def test_a_message_slack_refuses_is_posted_again_at_the_tightest_cuts(
     assert fake.messages[(ref.channel, ref.message_id)]["blocks"] == posted.args["blocks"]
     tight = question_section(posted.args)
     assert len(tight) < len(question_section(refused.args))
-    tightest = question_section({"blocks": render.render_message(record, tightest=True).wire})
+    tightest = question_section({"blocks": markup.render_message(record, tightest=True).wire})
     assert tight.split(" · ", 1)[1] == tightest.split(" · ", 1)[1]
     assert "q" * 100 in tight and all(f"*{'l' * 50}" in tight for _ in range(4))
     (line,) = [r.getMessage() for r in caplog.records if r.name == "bridge.poster"]

@@ -206,13 +206,12 @@ async def test_a_command_refused_a_permission_fails_in_one_line(
 
 
 def test_every_command_the_script_calls_is_checked() -> None:
-    """``ask.lua``'s own calls are checked too (an ACL applies inside a script): a call added
+    """The scripts' own calls are checked too (an ACL applies inside a script): a call added
     there without its check here would pass ``doctor`` and fail every ask."""
-    from importlib.resources import files
-
     from bridge.redis_acl import needs
+    from bridge.store.redis.scripts import SOURCES
 
-    script = files("bridge.store").joinpath("ask.lua").read_text()
+    script = "\n".join(SOURCES.values())
     called = set(re.findall(r"redis\.call\('([A-Z]+)'(?:, '([A-Z]+)')?", script))
     checked = {n.command for n in needs("p", cluster=True)}
     words = {f"{c} {sub}" if c == "PUBSUB" else c for c, sub in called}

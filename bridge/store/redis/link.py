@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.aio import stop
-from bridge.store.redis_batch import Pipelined
-from bridge.store.redis_wakeups import Wakeups
+from bridge.store.redis.batch import Pipelined
+from bridge.store.redis.wakeups import Wakeups
 
 
 @dataclass
@@ -26,8 +26,9 @@ class Link:
     """The command client (its pool's connections are this loop's)."""
     subscriber: Any
     """What carries the wake-ups (the client itself on a standalone server)."""
-    script: Any
-    """``ask.lua`` registered with :attr:`client` (its ``sha`` is the same everywhere)."""
+    scripts: dict[str, Any]
+    """Each op's script registered with :attr:`client`, by op (:mod:`.scripts`; a script's
+    ``sha`` is the same everywhere)."""
     wakeups: Wakeups
     pipelined: Pipelined
     ready: bool

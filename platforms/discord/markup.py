@@ -8,6 +8,10 @@ the asker in the first embed's author line, and while pending the controls in on
   answers; ``Other…`` opens a modal with one paragraph text input;
 * every other shape: an ``Answer`` button opening a modal form.
 
+What the message shows in each status, and the walk through levels of cuts, are the bridge's
+(:mod:`bridge.presentation`, the same on every platform); this module is Discord's markup and
+numbers.
+
 The message ``content`` holds only the bridge's own words: the configured answerers' mentions
 while pending (the only pings the bridge ever allows) and the outcome line once ended. Embeds
 never ping.
@@ -60,7 +64,8 @@ from discord import ui
 
 from bridge import replies, routing
 from bridge.answering import MAX_TYPED, one_click
-from bridge.models import Answer, Question
+from bridge.models import Question
+from bridge.presentation import Caps, Markup, Shown, first_fit
 from bridge.record import AskRecord, AskStatus
 from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
 from bridge.text import one_line
@@ -110,16 +115,6 @@ ANSWERED_COLOUR = discord.Colour.green()
 ENDED_COLOUR = discord.Colour.light_grey()
 
 
-@dataclass(frozen=True)
-class Caps:
-    """Display limits (UTF-16 units) for one rendering attempt."""
-
-    question: int
-    label: int
-    description: int
-    other: int
-
-
 WHOLE = Caps(
     question=MAX_EMBED_DESCRIPTION,
     label=MAX_EMBED_DESCRIPTION,
@@ -145,6 +140,10 @@ LEVELS = (
 )
 """From the most generous to the tightest: descriptions are shortened first, then the question
 texts, labels and typed answers too."""
+
+MARKUP = Markup(cut=lambda text, cap: fit(text, cap, markdown=True), bold="**", typed="✏️ {}")
+"""Discord's Markdown for a question's options and answers (each text escaped and cut by
+:func:`text.fit`)."""
 
 
 @dataclass(frozen=True)
@@ -210,87 +209,50 @@ def reminder_content(record: AskRecord, n: int) -> tuple[str, discord.AllowedMen
 
 def render_message(record: AskRecord, *, tightest: bool = False) -> Message:
     """The message for the record's status, at the most generous level that fits; at the last
-    level at once with ``tightest`` (a retry after Discord refused a rendering)."""
-    levels = LEVELS[-1:] if tightest else LEVELS
-    for caps in levels[:-1]:
-        message = _message(record, caps)
-        if fits(message):
-            return message
-    return _message(record, levels[-1])  # fits whatever the record: see the module docstring
+    level at once with ``tightest`` (a retry after Discord refused a rendering). The last level
+    fits whatever the record: see the module docstring."""
+    return first_fit(LEVELS, lambda caps: _message(record, caps), fits, tightest=tightest)
 
 
 def _message(record: AskRecord, caps: Caps) -> Message:
-    pending = record.status is AskStatus.PENDING
+    shown = Shown(record)
     colour = (
         PENDING_COLOUR
-        if pending
+        if shown.pending
         else ANSWERED_COLOUR
         if record.status is AskStatus.ANSWERED
         else ENDED_COLOUR
     )
-    answers = record.answers or ()
     embeds = []
     for i, q in enumerate(record.questions.questions):
-        body = _question_text(q, caps)
-        if record.status is AskStatus.ANSWERED and i < len(answers):
-            body += "\n\n" + _answer_text(answers[i], caps)
-        else:
-            body += "\n\n" + _options_text(q, caps, described=pending)
         embed = discord.Embed(
             title=fit(one_line(q.header), MAX_TITLE, markdown=True), colour=colour
         )
-        embed.description = body
+        embed.description = _question_text(q, caps) + "\n\n" + shown.body(i, caps, MARKUP)
         embeds.append(embed)
-    verb = "asks" if pending else "asked"
-    embeds[0].set_author(name=f"{asker(record)} {verb}")
-    approvals = REPLIES.approvals(record) if pending else []
+    embeds[0].set_author(name=f"{asker(record)} {shown.verb}")
+    approvals = shown.approvals(REPLIES)
     if approvals:  # mentions in an embed show who, and never ping
         listing = fit("\n".join(approvals), MAX_APPROVALS)
         embeds.append(discord.Embed(description=listing, colour=colour))
-    if pending:
-        content = _answerers_line(record)
+    outcome = shown.outcome(REPLIES)
+    if outcome is None:
+        content = _answerers_line(shown)
         view = message_view(record)
         allowed = answerer_mentions(record.answerers[:MAX_ANSWERERS_SHOWN])
     else:
-        content, view, allowed = plain(REPLIES.outcome(record)), None, NO_MENTIONS
+        content, view, allowed = plain(outcome), None, NO_MENTIONS
     return Message(content=content, embeds=embeds, view=view, allowed_mentions=allowed)
 
 
-def _answerers_line(record: AskRecord) -> str | None:
-    if not record.answerers:
-        return None
-    shown = [mention(a) for a in record.answerers[:MAX_ANSWERERS_SHOWN]]
-    more = len(record.answerers) - len(shown)
-    return plain("For " + ", ".join(shown) + (f" and {more} more" if more > 0 else "") + ":")
+def _answerers_line(shown: Shown) -> str | None:
+    answerers = shown.answerers(mention)
+    return None if answerers is None else plain(f"For {answerers}:")
 
 
 def _question_text(q: Question, caps: Caps) -> str:
     hint = "\n*(choose any)*" if q.multiSelect else ""
     return fit(q.question, caps.question) + hint
-
-
-def _options_text(q: Question, caps: Caps, *, described: bool) -> str:
-    """The options: each label, with its description while the ask is pending (``described``;
-    an ended ask is shown without them, and its store drops them once settled)."""
-    lines = []
-    for o in q.options:
-        line = f"• **{fit(one_line(o.label), caps.label, markdown=True)}**"
-        if described:
-            line += f" — {fit(one_line(o.description), caps.description, markdown=True)}"
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def _answer_text(answer: Answer, caps: Caps) -> str:
-    lines = []
-    if answer.selected:
-        labels = ", ".join(
-            f"**{fit(one_line(s), caps.label, markdown=True)}**" for s in answer.selected
-        )
-        lines.append(f"✅ {labels}")
-    if answer.other_text:
-        lines.append(f"✏️ {fit(one_line(answer.other_text), caps.other, markdown=True)}")
-    return "\n".join(lines) or "—"
 
 
 def _view(*buttons: ui.Button[ui.View]) -> ui.View:

@@ -1,7 +1,7 @@
 """Opening Redis from a URL: standalone, TLS, Sentinel (following ``+switch-master``) or Cluster.
 
 :func:`connect` returns the command client and a *subscriber*, whose ``pubsub()`` carries the
-wake-ups (:mod:`bridge.store.redis_wakeups`; on Cluster also a client per node for the sharded
+wake-ups (:mod:`bridge.store.redis.wakeups`; on Cluster also a client per node for the sharded
 ones, :meth:`ClusterSubscriber.node`). Why a store follows Sentinel's announcements rather
 than trusting its pooled connections: see :mod:`bridge.store.redis`.
 """
@@ -317,9 +317,9 @@ async def send_together(client: Redis, commands: Sequence[tuple[Any, ...] | Outg
     11 us of 22 us per reply. Here one timeout covers the whole batch and moves forward as
     replies come (:func:`_exchange`). Retried as every command of the client is (its ``Retry``:
     reconnect, then send the whole batch again), which is safe for what a store sends this way:
-    every ``ask.lua`` operation is safe to run twice. Each attempt writes only the commands
-    whose callers still wait, once its connection is up: a caller that gave up while Redis was
-    unreachable (the pool's connecting retries for seconds) is never sent later."""
+    every script operation (:mod:`.scripts`) is safe to run twice. Each attempt writes only the
+    commands whose callers still wait, once its connection is up: a caller that gave up while
+    Redis was unreachable (the pool's connecting retries for seconds) is never sent later."""
     calls = [c if isinstance(c, Outgoing) else Outgoing(c) for c in commands]
     replies: dict[int, Any] = {}
     pool = client.connection_pool

@@ -1,9 +1,9 @@
 """Script calls from many coroutines of one process, sent together: one round trip per batch.
 
-Every call of ``ask.lua`` a store makes (not on Cluster, whose pipelines take no scripts) joins a
-queue; one sender takes whatever queued while its previous batch was in flight and sends it in
-one write (:func:`~bridge.store.redis_connect.send_together`; each script still atomic on its own
-ask). A lone call leaves on the event loop's next turn, alone. Two reasons:
+Every script call a store makes (:mod:`.scripts`; not on Cluster, whose pipelines take no
+scripts) joins a queue; one sender takes whatever queued while its previous batch was in flight
+and sends it in one write (:func:`~bridge.store.redis.connect.send_together`; each script still
+atomic on its own ask). A lone call leaves on the event loop's next turn, alone. Two reasons:
 
 * When 100,000 waiting calls are answered at once, each confirms it returned its answer. One
   command each would queue 100,000 commands for the store's few connections, and the lease
@@ -23,12 +23,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bridge.aio import stop
-from bridge.store.base import give_up_at
-from bridge.store.redis_connect import PIPELINE_CHUNK, WITHDRAWN, Outgoing
+from bridge.store.redis.connect import PIPELINE_CHUNK, WITHDRAWN, Outgoing
+from bridge.store.terms import give_up_at
 
 Send = Callable[[list[Outgoing]], Awaitable[list[Any]]]
 """Sends calls in one round trip; each reply, or the exception that call raised, or
-:data:`~bridge.store.redis_connect.WITHDRAWN`."""
+:data:`~bridge.store.redis.connect.WITHDRAWN`."""
 
 
 class GaveUp(Exception):
@@ -55,7 +55,7 @@ class Pipelined:
         withdraws the call: a batch still trying to reach Redis (its connection retries for
         seconds) never writes it, so it cannot take effect once the caller was told it did not.
         """
-        loop = asyncio.get_running_loop()  # one loop's: a store keeps one per loop (.redis_link)
+        loop = asyncio.get_running_loop()  # one loop's: a store keeps one per loop (.link)
         fut: asyncio.Future[Any] = loop.create_future()
         self._queue.append((call, fut))
         if self._sender is None:

@@ -1,4 +1,5 @@
-"""Block Kit renderings of an ask: the channel message in each status, and the answer modals.
+"""What an ask looks like on Slack, in Block Kit: the channel message in each status, and the
+answer modals.
 
 Everything is built with ``slack_sdk.models`` so ``to_dict()`` validates it. Shapes:
 
@@ -6,6 +7,8 @@ Everything is built with ``slack_sdk.models`` so ``to_dict()`` validates it. Sha
 * anything else (multiSelect, several questions): an ``Answer`` button opening a modal form, so
   each person's half-made selections live in their own modal and are never shown to anyone else.
 
+What the message shows in each status, and the walk through levels of cuts, are the bridge's
+(:mod:`bridge.presentation`, the same on every platform); this module is Slack's markup and numbers.
 Every text from the model or a teammate goes through :func:`text.fit` (escaped, cut with ``…``
 to a cost in UTF-16 units of its JSON, never fewer than the characters Slack counts).
 
@@ -69,10 +72,11 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bridge import replies, routing
-from bridge.answering import MAX_TYPED, one_click
-from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer, Question
+from bridge.answering import MAX_TYPED
+from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Question
+from bridge.presentation import Caps, Markup, Shown, first_fit
 from bridge.record import AskRecord, AskStatus
-from bridge.replies import MAX_ANSWERERS_SHOWN, Replies
+from bridge.replies import Replies
 from bridge.text import ELLIPSIS, one_line
 from platforms.slack import ids
 from platforms.slack.text import fit, mention
@@ -101,16 +105,6 @@ MAX_COST = 5
 """The most one character of a model's text costs once escaped (``&`` is ``&amp;``)."""
 
 
-@dataclass(frozen=True)
-class Caps:
-    """Display limits (in :func:`text.cost` units) for one rendering attempt."""
-
-    question: int
-    label: int
-    description: int
-    other: int
-
-
 WHOLE = Caps(
     question=MAX_COST * MAX_QUESTION_TEXT,
     label=MAX_COST * MAX_LABEL,
@@ -130,6 +124,10 @@ LEVELS = (
 )
 """From the most generous to the tightest: descriptions and typed answers are shortened first,
 then the question texts and labels too."""
+
+MARKUP = Markup(cut=lambda text, cap: fit(text, cap), bold="*", typed="✏️ _{}_")
+"""Slack's mrkdwn for a question's options and answers (each text escaped and cut by
+:func:`text.fit`)."""
 
 
 @dataclass(frozen=True)
@@ -178,13 +176,9 @@ def _is_dm(record: AskRecord) -> bool:
 
 def render_message(record: AskRecord, *, tightest: bool = False) -> Message:
     """The message for the record's status, at the most generous level that fits; at the last
-    level at once with ``tightest`` (a retry after Slack refused a rendering)."""
-    levels = LEVELS[-1:] if tightest else LEVELS
-    for caps in levels[:-1]:
-        message = _message(record, caps)
-        if fits(message):
-            return message
-    return _message(record, levels[-1])  # fits whatever the record: see the module docstring
+    level at once with ``tightest`` (a retry after Slack refused a rendering). The last level
+    fits whatever the record: see the module docstring."""
+    return first_fit(LEVELS, lambda caps: _message(record, caps), fits, tightest=tightest)
 
 
 def fits(message: Message) -> bool:
@@ -208,70 +202,42 @@ def _texts(block: dict[str, Any]) -> list[str]:
 
 def _message(record: AskRecord, caps: Caps) -> Message:
     rid = secrets.token_hex(3)  # fresh block ids on every render, so clients drop stale state
-    status = record.status
-    blocks: list[Block] = [ContextBlock(block_id=f"{rid}.who", elements=[_intro(record)])]
+    shown = Shown(record)
+    blocks: list[Block] = [ContextBlock(block_id=f"{rid}.who", elements=[_intro(shown)])]
     questions = record.questions.questions
-    answers = record.answers or ()
     for i, q in enumerate(questions):
-        body = _question_text(q, caps)
-        if status is AskStatus.ANSWERED and i < len(answers):
-            body += "\n" + _answer_text(answers[i], caps)
-        else:
-            body += "\n" + _options_text(q, caps, described=status is AskStatus.PENDING)
+        body = _question_text(q, caps) + "\n" + shown.body(i, caps, MARKUP)
         blocks.append(SectionBlock(block_id=f"{rid}.q{i}", text=MarkdownTextObject(text=body)))
-        if status is AskStatus.PENDING and one_click(record.questions):
+        if shown.one_click:
             blocks.append(_buttons(record.id, i, q, caps, rid))
-    if status is AskStatus.PENDING and not one_click(record.questions):
+    if shown.form:
         label = "Answer" if len(questions) == 1 else f"Answer {len(questions)} questions"
         button = ButtonElement(
             text=label, action_id=routing.answer_id(record.id), value="answer", style="primary"
         )
         blocks.append(ActionsBlock(block_id=f"{rid}.act", elements=[button]))
-    approvals = REPLIES.approvals(record) if status is AskStatus.PENDING else []
+    approvals = shown.approvals(REPLIES)
     if approvals:  # at most 12 lines of at most ~200 each: within a section's 3000
         text = MarkdownTextObject(text="\n".join(approvals))
         blocks.append(SectionBlock(block_id=f"{rid}.subs", text=text))
-    if status is not AskStatus.PENDING:
-        outcome = MarkdownTextObject(text=REPLIES.outcome(record))
-        blocks.append(ContextBlock(block_id=f"{rid}.end", elements=[outcome]))
+    outcome = shown.outcome(REPLIES)
+    if outcome is not None:
+        text = MarkdownTextObject(text=outcome)
+        blocks.append(ContextBlock(block_id=f"{rid}.end", elements=[text]))
     return Message(text=_fallback(record), blocks=blocks)
 
 
-def _intro(record: AskRecord) -> MarkdownTextObject:
-    verb = "asks" if record.status is AskStatus.PENDING else "asked"
-    text = f"*{asker(record)}* {verb}"
-    if record.answerers and record.status is AskStatus.PENDING:
-        shown = [mention(a) for a in record.answerers[:MAX_ANSWERERS_SHOWN]]
-        more = len(record.answerers) - len(shown)
-        text += " " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+def _intro(shown: Shown) -> MarkdownTextObject:
+    text = f"*{asker(shown.record)}* {shown.verb}"
+    answerers = shown.answerers(mention)
+    if answerers is not None:
+        text += " " + answerers
     return MarkdownTextObject(text=text + ":")
 
 
 def _question_text(q: Question, caps: Caps) -> str:
     hint = " _(choose any)_" if q.multiSelect else ""
     return f"*{fit(one_line(q.header), HEADER)}* · {fit(q.question, caps.question)}{hint}"
-
-
-def _options_text(q: Question, caps: Caps, *, described: bool) -> str:
-    """The options: each label, with its description while the ask is pending (``described``;
-    an ended ask is shown without them, and its store drops them once settled)."""
-    lines = []
-    for o in q.options:
-        line = f"• *{fit(one_line(o.label), caps.label)}*"
-        if described:
-            line += f" — {fit(one_line(o.description), caps.description)}"
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def _answer_text(answer: Answer, caps: Caps) -> str:
-    lines = []
-    if answer.selected:
-        labels = ", ".join(f"*{fit(one_line(s), caps.label)}*" for s in answer.selected)
-        lines.append(f"✅ {labels}")
-    if answer.other_text:
-        lines.append(f"✏️ _{fit(one_line(answer.other_text), caps.other)}_")
-    return "\n".join(lines) or "—"
 
 
 def _buttons(ask_id: str, qi: int, q: Question, caps: Caps, rid: str) -> ActionsBlock:
@@ -328,32 +294,30 @@ def form_view(record: AskRecord, meta: ids.ModalMeta) -> View:
         )
         hint = "In addition to your choices." if q.multiSelect else "Instead of choosing above."
         blocks.append(_text_input(i, "Other…", optional=True, hint=hint))
-    return View(
-        type="modal",
-        callback_id=ids.FORM_CALLBACK,
-        title="Answer",
-        submit="Submit",
-        close="Cancel",
-        private_metadata=meta.dump(),
-        blocks=blocks,
-    )
+    return _answer_modal(ids.FORM_CALLBACK, "Answer", meta, blocks)
 
 
 def other_view(record: AskRecord, meta: ids.ModalMeta) -> View:
     """``Other…`` for the one-click shape: the person types their own answer."""
     qi = meta.question or 0
     q = record.questions.questions[qi]
+    blocks: list[Block] = [
+        _modal_header(qi, q),
+        _text_input(qi, "Your answer", optional=False, hint=None),
+    ]
+    return _answer_modal(ids.OTHER_CALLBACK, "Other answer", meta, blocks)
+
+
+def _answer_modal(callback_id: str, title: str, meta: ids.ModalMeta, blocks: list[Block]) -> View:
+    """A modal a person answers in: submitted to ``callback_id``, carrying ``meta``."""
     return View(
         type="modal",
-        callback_id=ids.OTHER_CALLBACK,
-        title="Other answer",
+        callback_id=callback_id,
+        title=title,
         submit="Submit",
         close="Cancel",
         private_metadata=meta.dump(),
-        blocks=[
-            _modal_header(qi, q),
-            _text_input(qi, "Your answer", optional=False, hint=None),
-        ],
+        blocks=blocks,
     )
 
 

@@ -1,7 +1,8 @@
 """The record hash of :mod:`bridge.store.keys` <-> :class:`~bridge.record.AskRecord`.
 
 Fields fixed at creation travel as one JSON ``body``; the fields that change (status, message,
-answer, closing) are separate hash fields, so ``ask.lua`` can set each without re-encoding JSON.
+answer, closing) are separate hash fields, so the scripts (:mod:`.scripts`) can set
+each without re-encoding JSON.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 from bridge.identities import PERSON_KEY
 from bridge.models import STORED, Answer
 from bridge.record import AskRecord, Submission
-from bridge.store.base import creation_text
 from bridge.store.keys import Fields
+from bridge.store.terms import creation_text
 
 
 def pairs(flat: Sequence[Any]) -> dict[str, str]:
@@ -98,8 +99,9 @@ def submissions(
 
 
 def _with_questions(answers: str, body: str) -> str:
-    """A settled ask's answers, kept without their question texts (``ask.lua``'s tidy), with the
-    texts put back from the body: answer ``i`` answers question ``i``."""
+    """A settled ask's answers, kept without their question texts (``tidy`` in
+    ``lua/lib/core.lua``), with the texts put back from the body: answer ``i`` answers question
+    ``i``."""
     questions = json.loads(body)["questions"]["questions"]
     found = json.loads(answers)
     for answer, question in zip(found, questions, strict=False):

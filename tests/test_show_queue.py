@@ -1,4 +1,4 @@
-"""An expiry storm bigger than the sweeper's render queue, shown by a slow platform: the sweep
+"""An expiry storm bigger than the sweeper's show queue, shown by a slow platform: the sweep
 round returns without waiting for the renders, a reminder due meanwhile is posted meanwhile, the
 queue never holds more than its bound, every ask is shown exactly once and its expiry counted
 once; stopping the sweeper is quick whatever the backlog."""
@@ -17,8 +17,8 @@ from bridge import metrics
 from bridge.aio import stop
 from bridge.memory_poster import MemoryPoster
 from bridge.record import AskRecord, FollowUps, MessageRef
-from bridge.render_queue import RenderQueue
-from bridge.rendering import show_final
+from bridge.show_queue import ShowQueue
+from bridge.showing import show_final
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
 
@@ -100,7 +100,7 @@ async def test_a_storm_bigger_than_the_queue_does_not_hold_back_the_rounds(
             await sweeper.sweep(now=time.time() + 320)  # later sweeps name the rest again
             assert sweeper.backlog() <= 8
             await asyncio.sleep(0.05)
-        await sweeper.rendered()
+        await sweeper.drained()
     assert sorted(r.id for r in poster.updates) == sorted(r.id for r in storm)  # each once
     assert max(poster.backlogs) <= 8
     assert expired_count() == before + 30
@@ -117,7 +117,7 @@ async def test_an_ask_named_by_a_sweep_but_shown_before_it_is_offered_is_not_sho
     store = await make_store(render_interval=0.2)
     (rec,) = await posted(store, 1, expires_in=60)
     poster = MemoryPoster()
-    queue = RenderQueue(store, {"memory": poster}, platform="memory", renders=2)
+    queue = ShowQueue(store, {"memory": poster}, platform="memory", renders=2)
     async for named in store.sweep_batches(now=time.time() + 120):  # the visit: expired, named
         assert [e.ask_id for e in named] == [rec.id]
         assert await show_final(store, poster, rec.id) is not None  # meanwhile shown, marked

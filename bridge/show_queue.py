@@ -1,23 +1,24 @@
-"""Showing ended asks' final states in the background: the sweeper's queue for one platform.
+"""Showing ended asks' final states in the background: the sweeper's queue for one platform
+(when a sweep's endings are shown; how one is shown is :mod:`bridge.showing`'s).
 
 A sweep names the asks whose final state should be shown now (:meth:`Store.sweep_batches`);
 showing one is a message update the platform rate-limits (Slack's ``chat.update`` is Tier 3,
 about 50 a minute), so 100,000 asks expiring together take hours to show. The sweep round does
 not wait for that -- reminders, escalations and hand-off repair would wait with it -- it offers
 each ask to its platform's queue and returns, while at most ``renders`` tasks show the queued
-asks, each through :func:`~bridge.rendering.show_final` (the store's claim, so replicas never
+asks, each through :func:`~bridge.showing.show_final` (the store's claim, so replicas never
 show one ending at once).
 
 Memory stays bounded however big the storm: the queue holds :class:`~bridge.store.base.Ended`
 items (ids, not records), at most ``bound`` of them, and an ask already queued or being shown is
 not queued again. An ask offered to a full queue is left to a later sweep: the store keeps an
 ended ask that was never marked shown (:meth:`~bridge.store.base.Store.mark_rendered`) due, so
-a sweep names it again once the render interval has passed. Stopping (:meth:`RenderQueue.aclose`)
+a sweep names it again once the render interval has passed. Stopping (:meth:`ShowQueue.aclose`)
 drops what is queued, for the same later sweep of any replica.
 
-The queue slows down when the platform does: each render that saw the platform answer a 429
+The queue slows down when the platform does: each showing that saw the platform answer a 429
 (:func:`bridge.metrics.rate_limited`, counted by the platform's client, which waits out the
-Retry-After itself) halves the renders in flight, down to one; each render without one lets one
+Retry-After itself) halves the showings in flight, down to one; each one without a 429 lets one
 more run again, up to ``renders``. So a storm does not keep ``renders`` calls queued on a limit
 that admits fewer, spending their clients' retries.
 
@@ -37,17 +38,19 @@ from bridge import metrics
 from bridge.aio import stop
 from bridge.poster import Poster
 from bridge.record import AskRecord
-from bridge.rendering import show_final
+from bridge.showing import show_final
 from bridge.store.base import Ended, Store
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("bridge.render_queue")
+"""Named as before the module was renamed: every log line carries its logger's name, and
+operators' searches and alerts match it."""
 
-RENDER_BACKLOG = 10_000
-"""Asks one platform's render queue holds at most (about 300 bytes each): a storm bigger than
+SHOW_BACKLOG = 10_000
+"""Asks one platform's show queue holds at most (about 300 bytes each): a storm bigger than
 this is shown this many at a time, the rest named again by later sweeps."""
 
 
-class RenderQueue:
+class ShowQueue:
     """One platform's asks waiting to be shown, and the tasks showing them. Its tasks start when
     something is offered and end when the queue is empty, so an idle queue holds no task."""
 
@@ -58,7 +61,7 @@ class RenderQueue:
         *,
         platform: str,
         renders: int,
-        bound: int = RENDER_BACKLOG,
+        bound: int = SHOW_BACKLOG,
         shown: Callable[[AskRecord], object] | None = None,
     ) -> None:
         if renders < 1:

@@ -15,7 +15,7 @@ nodes' connections one after the other, each for the whole timeout: either a wak
 the other nodes' timeouts or the reading spins). Anything wrong with a node's connection -- it
 dropped, or the server unsubscribed it because a slot moved to another node (a ``sunsubscribe``
 nobody asked for) -- closes it: the cluster's slot map is read anew, its slots are subscribed
-again where they are served now, and :class:`~bridge.store.redis_wakeups.Wakeups` re-reads the
+again where they are served now, and :class:`~bridge.store.redis.wakeups.Wakeups` re-reads the
 asks waited for in them once each is live again, so no wake-up is lost meanwhile.
 """
 
@@ -33,7 +33,7 @@ from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 from redis.exceptions import RedisError
 
 from bridge.aio import stop
-from bridge.store.redis_connect import loop_running, next_message
+from bridge.store.redis.connect import loop_running, next_message
 
 
 @functools.cache

@@ -28,7 +28,7 @@ from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, Answer,
 from bridge.record import AskRecord, AskStatus, Destination, Responder, Submission
 from bridge.text import ELLIPSIS
 from platforms.slack import ids
-from platforms.slack.render import (
+from platforms.slack.markup import (
     BLOCKS_BUDGET,
     Message,
     blocks_cost,
@@ -260,7 +260,7 @@ def test_buttons_route_by_index_and_answers_keep_full_labels() -> None:
     assert ids.block_question("x0.pick") is None and ids.block_question("q.pick") is None
 
 
-def test_rerenders_use_fresh_block_ids() -> None:
+def test_each_rendering_uses_fresh_block_ids() -> None:
     qs = one_question_set("Q", "H", ("a", "d"), ("b", "d"))
     record = record_for(qs)
     first = {b["block_id"] for b in block_dicts(render_message(record))}

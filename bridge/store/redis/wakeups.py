@@ -6,7 +6,7 @@ its id on its wakers' channels only, so an answer wakes the one process that wai
 of an answer does not grow with the number of replicas. A store holds one subscription for all its
 waiters (its own channel, and the shared ``Keys.events``, on which only asks held by processes from
 before per-process channels are woken). On a Cluster with sharded pub/sub the channel an ask's
-wakers get is instead this store's channel in the ask's slot (:mod:`bridge.store.redis_shards`,
+wakers get is instead this store's channel in the ask's slot (:mod:`bridge.store.redis.shards`,
 one connection per node), and a check waits until that channel is subscribed.
 After every (re)subscription -- and whenever a waiter registers -- the status of the asks
 concerned is re-read (and this store's channel put among their wakers), so a wake-up published
@@ -28,8 +28,8 @@ from redis.exceptions import RedisError
 
 from bridge.aio import stop
 from bridge.store.keys import Keys
-from bridge.store.redis_connect import PIPELINE_CHUNK, loop_running, next_message
-from bridge.store.redis_shards import ShardChannels
+from bridge.store.redis.connect import PIPELINE_CHUNK, loop_running, next_message
+from bridge.store.redis.shards import ShardChannels
 
 _REFRESH_CHUNK = 5000
 """Lease renewals one pipeline sends (small integer replies, so a big batch is cheap)."""
@@ -88,7 +88,7 @@ class Wakeups:
         """Asks to check once their slot's channel is subscribed (on Cluster)."""
 
     def use_shards(self, cluster: Any, node_client: Callable[[Any], Any]) -> None:
-        """Wait on per-slot channels (:mod:`bridge.store.redis_shards`) from now on: on a
+        """Wait on per-slot channels (:mod:`bridge.store.redis.shards`) from now on: on a
         Cluster that serves sharded pub/sub, before anything waits."""
         self.shards = ShardChannels(
             cluster,
