@@ -1,6 +1,6 @@
 """Discord click latency through the bot, next to the engine's raw answer-to-resume.
 
-Run: ``.venv/bin/python bench/discord_clicks.py [N]`` (default 300 sequential clicks).
+Run: ``.venv/bin/python -m bench.discord_clicks [N]`` (default 300 sequential clicks).
 
 * engine: ``store.submit`` on one connection -> ``store.wait`` returns on another (same Redis).
 * click-to-resume: the fake Discord sends ``INTERACTION_CREATE`` over its gateway to an
@@ -21,23 +21,18 @@ import os
 import sys
 import time
 import uuid
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests" / "discord"), str(ROOT / "tests"), str(ROOT / "bench")]
-
-from discord_procs import discord_bot, discord_env  # noqa: E402
-from engine_common import pct, server_url  # noqa: E402
-from fake_discord import CHANNEL, TOKEN, FakeDiscord, Interaction  # noqa: E402
-from samples import one_question_set  # noqa: E402
-
-from bridge import routing  # noqa: E402
-from bridge.models import Answer  # noqa: E402
-from bridge.record import AskRecord, Destination, Responder  # noqa: E402
-from bridge.store.redis import RedisStore  # noqa: E402
-from platforms.discord.client import RestClient  # noqa: E402
-from platforms.discord.poster import DiscordPoster  # noqa: E402
-from platforms.discord.settings import DiscordSettings  # noqa: E402
+from bench.engine_common import pct, server_url
+from bridge import routing
+from bridge.models import Answer
+from bridge.record import AskRecord, Destination, Responder
+from bridge.store.redis import RedisStore
+from platforms.discord.client import RestClient
+from platforms.discord.poster import DiscordPoster
+from platforms.discord.settings import DiscordSettings
+from tests.support.discord.discord_procs import discord_bot, discord_env
+from tests.support.discord.fake_discord import CHANNEL, TOKEN, FakeDiscord, Interaction
+from tests.support.samples import one_question_set
 
 RATE = 200
 SECONDS = 5

@@ -1,6 +1,6 @@
 """One-click answers to asks that need several people, per click, vs one-person asks.
 
-Run: ``.venv/bin/python bench/engine_approvals.py [N]`` (default 2,000 asks per kind). Each kind
+Run: ``.venv/bin/python -m bench.engine_approvals [N]`` (default 2,000 asks per kind). Each kind
 creates N one-click asks (one single-select question of four options), then clicks them, 32 in
 flight, through ``Store.pick`` (what a platform's click costs the store):
 
@@ -19,9 +19,9 @@ import asyncio
 import sys
 import time
 
-from engine_common import command_calls, four_questions, record, server_url
 from redis.asyncio import Redis
 
+from bench.engine_common import command_calls, four_questions, record, server_url
 from bridge.record import Responder
 from bridge.store.base import SubmitOutcome
 from bridge.store.redis import RedisStore

@@ -16,11 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from question_texts import four_question_dicts
-from redis_server import redis_server
-
+from bench.question_texts import four_question_dicts
 from bridge.models import (
     MAX_DESCRIPTION,
     MAX_HEADER,
@@ -34,6 +30,7 @@ from bridge.models import (
 from bridge.poster import Poster
 from bridge.record import AskRecord, Destination, MessageRef
 from bridge.validation import MAX_BYTES
+from tests.support.redis_server import redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 ISSUE_REV = "1a9ff19"

@@ -1,6 +1,6 @@
 """Answer-to-resume latency: waiter and answerer in separate processes, vs raw PUBLISH.
 
-Run: ``.venv/bin/python bench/engine_latency.py [N]`` (default 2,000 asks). The answerer stamps
+Run: ``.venv/bin/python -m bench.engine_latency [N]`` (default 2,000 asks). The answerer stamps
 CLOCK_MONOTONIC (system-wide on Linux) into the answer just before ``submit``; the waiter reads the
 clock when ``wait`` returns. The baseline is one raw PUBLISH -> subscriber message, same clocks.
 """
@@ -12,9 +12,9 @@ import subprocess
 import sys
 import time
 
-from engine_common import four_questions, pct, record, server_url
 from redis.asyncio import Redis
 
+from bench.engine_common import four_questions, pct, record, server_url
 from bridge.models import Answer
 from bridge.record import Responder
 from bridge.store.redis import RedisStore
@@ -40,7 +40,9 @@ async def answerer(url: str) -> None:
 
 async def waiter(url: str, n: int) -> None:
     proc = subprocess.Popen(  # noqa: ASYNC220 (set-up, outside the timed part)
-        [sys.executable, __file__, "--answerer", url], stdin=subprocess.PIPE, text=True
+        [sys.executable, "-m", "bench.engine_latency", "--answerer", url],
+        stdin=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdin is not None
     store = RedisStore.from_url(url, prefix="bench")

@@ -1,6 +1,6 @@
 """Redis bytes per ask, pending and ended, at realistic and at maximal texts.
 
-Run: ``.venv/bin/python bench/engine_memory.py [N]`` (default 1,000 asks per row). Each row creates
+Run: ``.venv/bin/python -m bench.engine_memory [N]`` (default 1,000 asks per row). Each row creates
 N 4-question asks, records where they were posted and sums ``MEMORY USAGE`` over every key of each
 ask plus its share of the ``due``, ``pending`` and ``created`` indexes (pending); then answers each
 while a call waits for it, the call takes and confirms it (its result echoed the questions whole;
@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from engine_common import four_questions, maximal_questions, record, server_url
 from redis.asyncio import Redis
 
+from bench.engine_common import four_questions, maximal_questions, record, server_url
 from bridge.models import Answer, QuestionSet
 from bridge.record import MessageRef, Responder
 from bridge.store.base import creation_text

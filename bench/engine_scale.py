@@ -1,6 +1,6 @@
 """100,000 pending asks: ``ask-bridge list`` over them, then all of them expiring at once.
 
-Run: ``.venv/bin/python bench/engine_scale.py [N [N_STORM]] [--before REV|none]
+Run: ``.venv/bin/python -m bench.engine_scale [N [N_STORM]] [--before REV|none]
 [--listening N]`` (defaults 100,000, 2,000, the code as issue 11 found it, ``1a9ff19``, and N;
 ``--listening 0`` skips that part).
 
@@ -37,10 +37,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests" / "slack"), str(ROOT / "tests"), str(ROOT / "bench")]
-
-from engine_common import (  # noqa: E402
+from bench.engine_common import (
     ISSUE_REV,
     before_argument,
     extract_revision,
@@ -49,17 +46,16 @@ from engine_common import (  # noqa: E402
     run_child,
     server_url,
 )
-from fake_slack import BOT_TOKEN, FakeSlack  # noqa: E402
-
-from bridge.record import AskRecord, MessageRef  # noqa: E402
-from bridge.store.base import SWEEP_BATCH, Ended  # noqa: E402
-from bridge.store.redis import RedisStore  # noqa: E402
-from bridge.sweeper import Sweeper  # noqa: E402
-from platforms.slack.client import make_client  # noqa: E402
-from platforms.slack.poster import SlackPoster  # noqa: E402
+from bridge.record import AskRecord, MessageRef
+from bridge.store.base import SWEEP_BATCH, Ended
+from bridge.store.redis import RedisStore
+from bridge.sweeper import Sweeper
+from platforms.slack.client import make_client
+from platforms.slack.poster import SlackPoster
+from tests.support.slack.fake_slack import BOT_TOKEN, FakeSlack
 
 PREFIX = "scale"
-EXPIRY_CHILD = ROOT / "bench" / "expiry_child.py"
+EXPIRY_CHILD = Path(__file__).resolve().parent / "expiry_child.py"
 ISSUE_EXPIRY_RATIO = 106 / 10
 """The issue's target over its measurement: 100,000 expiries took 106 s; the store part under
 10 s."""

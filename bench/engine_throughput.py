@@ -1,7 +1,7 @@
 """Full ask cycles per client CPU-second, one Python process, 64 calls in flight, beside the code
 issue 11 measured, in the same run.
 
-Run: ``.venv/bin/python bench/engine_throughput.py [SECONDS] [--before REV|none]``. One cycle is
+Run: ``.venv/bin/python -m bench.engine_throughput [SECONDS] [--before REV|none]``. One cycle is
 what a user's tool call costs end to end (``cycle_child.py`` says exactly what): a
 ``ChatHandler`` call creates a 4-question ask, posts it, records the message and waits; a second
 store submits 4 answers once the message is recorded; the wake-up reaches the waiting call,
@@ -28,7 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine_common import (
+from redis.asyncio import Redis
+
+from bench.engine_common import (
     ISSUE_REV,
     before_argument,
     extract_revision,
@@ -38,8 +40,6 @@ from engine_common import (
     server_cpu,
     server_url,
 )
-from redis.asyncio import Redis
-
 from bridge.models import Answer
 from bridge.record import Responder
 from bridge.store.base import SubmitOutcome

@@ -1,7 +1,7 @@
 """What reminders cost the store: creating an ask with follow-ups, and firing one reminder, vs
 creating a plain ask and answering it with one click.
 
-Run: ``.venv/bin/python bench/engine_timers.py [N]`` (default 2,000 asks). Over one real server:
+Run: ``.venv/bin/python -m bench.engine_timers [N]`` (default 2,000 asks). Over one real server:
 
 * create, baseline: N plain one-question asks (``Store.create``);
 * create, with follow-ups: N asks with a reminder due (the create also indexes it in
@@ -23,9 +23,9 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
-from engine_common import command_calls, four_questions, record, server_url
 from redis.asyncio import Redis
 
+from bench.engine_common import command_calls, four_questions, record, server_url
 from bridge.record import AskRecord, FollowUps, MessageRef, Responder
 from bridge.store.redis import RedisStore
 

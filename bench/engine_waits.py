@@ -1,7 +1,7 @@
 """Concurrent waiting ``ask_user`` calls in one fresh process: RSS per call, Redis connections,
 and that every call returns its own answer.
 
-Run: ``.venv/bin/python bench/engine_waits.py [N ...] [--questions 1,4] [--texts realistic,repeated]
+Run: ``.venv/bin/python -m bench.engine_waits [N ...] [--questions 1,4] [--texts realistic,repeated]
 [--burst] [--elsewhere]`` (default 10,000, both kinds of text). For each N, for 1 and 4 questions
 per ask, and for each kind of text, a fresh child process imports the bridge, opens a
 ``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the scripts are
@@ -18,10 +18,10 @@ than it reads them, and the server drops a subscriber that overruns its output b
 stats`` counts those; the store subscribes anew and re-reads its waiting asks).
 
 The texts: ``realistic`` (reported first) is distinct prose per call, as real asks are
-(:func:`engine_common.prose_questions`: about 2.9 KB of JSON for four questions, every question
-and description different per call); ``repeated`` is the same realistic-size question set for
-every call but a call number in its first question (:func:`engine_common.four_questions`), whose
-option texts repeat within the ask too -- it flatters whatever the call keeps compressed.
+(:func:`bench.engine_common.prose_questions`: about 2.9 KB of JSON for four questions, every
+question and description different per call); ``repeated`` is the same realistic-size question set
+for every call but a call number in its first question (:func:`bench.engine_common.four_questions`),
+whose option texts repeat within the ask too -- it flatters whatever the call keeps compressed.
 
 Baseline in the same run: RSS per bare asyncio task parked on a future, N of them in a fresh
 process of their own (the floor).
@@ -37,9 +37,9 @@ import sys
 import time
 from collections.abc import Awaitable
 
-from engine_common import NullPoster, four_questions, prose_questions, rss, server_url
 from redis.asyncio import Redis
 
+from bench.engine_common import NullPoster, four_questions, prose_questions, rss, server_url
 from bridge.asking import AskPolicy, ChatHandler
 from bridge.models import Answer
 from bridge.record import AskRecord, Destination, Responder
@@ -142,7 +142,7 @@ async def child(url: str, n: int, n_questions: int, wave: int, texts: str, elsew
     answering: Awaitable[object]
     if elsewhere:  # as a serve replica's clicks would: the waiting process only receives
         answerer = await asyncio.create_subprocess_exec(
-            sys.executable, __file__, "--answer", url, prefix
+            sys.executable, "-m", "bench.engine_waits", "--answer", url, prefix
         )
         answering = answerer.wait()
     else:
@@ -252,7 +252,7 @@ def main() -> None:
     with server_url() as url:
         for n in sizes:
             out = subprocess.run(
-                [sys.executable, __file__, "--floor", str(n)],
+                [sys.executable, "-m", "bench.engine_waits", "--floor", str(n)],
                 check=True,
                 capture_output=True,
                 text=True,
@@ -267,7 +267,18 @@ def run(url: str, n: int, q: int, wave: int, texts: str, bare: float, elsewhere:
     """One child process: ``n`` calls of ``q`` questions with ``texts``; print its figures."""
     where = "1" if elsewhere else "0"
     done = subprocess.run(
-        [sys.executable, __file__, "--child", url, str(n), str(q), str(wave or n), texts, where],
+        [
+            sys.executable,
+            "-m",
+            "bench.engine_waits",
+            "--child",
+            url,
+            str(n),
+            str(q),
+            str(wave or n),
+            texts,
+            where,
+        ],
         capture_output=True,
         text=True,
         check=False,

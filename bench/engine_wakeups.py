@@ -1,6 +1,6 @@
 """What an answer costs the replicas that do not wait for it, and on a Cluster its nodes.
 
-Run: ``.venv/bin/python bench/engine_wakeups.py [N] [REPLICAS] [--cluster]`` (default 2,000
+Run: ``.venv/bin/python -m bench.engine_wakeups [N] [REPLICAS] [--cluster]`` (default 2,000
 answers, 3 replicas). Each replica is a separate process with a ``RedisStore`` whose wake-up
 subscription is live (``listening()``), as every ``serve`` replica's is, but which waits for none
 of these asks. This process then runs N answers: create, a waiting ``store.wait``, submit from a
@@ -29,12 +29,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
-from engine_common import four_questions, record, server_url
-from redis_server import redis_cluster
-
+from bench.engine_common import four_questions, record, server_url
 from bridge.models import Answer
 from bridge.record import Responder
 from bridge.store.redis import RedisStore
+from tests.support.redis_server import redis_cluster
 
 PREFIX = "wakeups"
 
@@ -118,7 +117,7 @@ def started(url: str, count: int) -> Iterator[list[int]]:
     """``count`` listening replica processes; their pids."""
     procs = [
         subprocess.Popen(
-            [sys.executable, __file__, "--replica", url],
+            [sys.executable, "-m", "bench.engine_wakeups", "--replica", url],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -1,7 +1,7 @@
 """The JSON log formatter (:class:`bridge.logs.JsonFormatter`) beside python-json-logger's, writing
 the same line.
 
-Run: ``.venv/bin/python bench/log_lines.py [N]`` (default 50,000 records of each kind; needs
+Run: ``.venv/bin/python -m bench.log_lines [N]`` (default 50,000 records of each kind; needs
 ``python-json-logger``, a dev dependency).
 
 Two records, formatted ``N`` times each by each formatter, best of five rounds:
@@ -23,14 +23,11 @@ import logging
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
+from pythonjsonlogger.json import JsonFormatter as LibraryFormatter
 
-from pythonjsonlogger.json import JsonFormatter as LibraryFormatter  # noqa: E402
-
-from bridge.logs import JsonFormatter, scrub  # noqa: E402
+from bridge.logs import JsonFormatter, scrub
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000
 ROUNDS = 5

@@ -1,6 +1,6 @@
 """Slack click latency through the HTTP app, next to the engine's raw answer-to-resume.
 
-Run: ``.venv/bin/python bench/slack_clicks.py [N] [--busy]`` (default 300 sequential clicks;
+Run: ``.venv/bin/python -m bench.slack_clicks [N] [--busy]`` (default 300 sequential clicks;
 ``--busy``: a process spinning on a core beside the loaded phase, as a busy neighbour would).
 
 * engine: ``store.submit`` on one connection -> ``store.wait`` returns on another (same Redis).
@@ -30,22 +30,19 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests" / "slack"), str(ROOT / "tests"), str(ROOT / "bench")]
+import aiohttp
 
-import aiohttp  # noqa: E402
-from engine_common import pct, server_url  # noqa: E402
-from fake_slack import BOT_TOKEN, FakeSlack  # noqa: E402
-from payloads import SIGNING_SECRET, block_actions, form_body, signed  # noqa: E402
-from procs import Serve, cli_env  # noqa: E402
-from samples import one_question_set  # noqa: E402
-
-from bridge import routing  # noqa: E402
-from bridge.models import Answer, QuestionSet  # noqa: E402
-from bridge.record import AskRecord, Destination, Responder  # noqa: E402
-from bridge.store.redis import RedisStore  # noqa: E402
-from platforms.slack.client import make_client  # noqa: E402
-from platforms.slack.poster import SlackPoster  # noqa: E402
+from bench.engine_common import pct, server_url
+from bridge import routing
+from bridge.models import Answer, QuestionSet
+from bridge.record import AskRecord, Destination, Responder
+from bridge.store.redis import RedisStore
+from platforms.slack.client import make_client
+from platforms.slack.poster import SlackPoster
+from tests.support.procs import Serve, cli_env
+from tests.support.samples import one_question_set
+from tests.support.slack.fake_slack import BOT_TOKEN, FakeSlack
+from tests.support.slack.payloads import SIGNING_SECRET, block_actions, form_body, signed
 
 RATE = 200
 CPU_PER_CLICK: dict[str, float] = {}

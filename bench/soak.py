@@ -1,6 +1,6 @@
 """Soak under faults: two ``serve`` replicas, real Redis with AOF, simulated teammates clicking.
 
-Run: ``.venv/bin/python bench/soak.py [--asks 10000] [--rate 200] [--kill-every 20]
+Run: ``.venv/bin/python -m bench.soak [--asks 10000] [--rate 200] [--kill-every 20]
 [--platforms slack,discord] [--json]``.
 
 * Redis: a real server with ``appendonly yes`` / ``appendfsync always``, restarted once half-way.
@@ -36,7 +36,6 @@ import json
 import random
 import re
 import signal
-import sys
 import tempfile
 import time
 import uuid
@@ -46,33 +45,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [
-    str(ROOT / "tests" / "slack"),
-    str(ROOT / "tests" / "discord"),
-    str(ROOT / "tests"),
-    str(ROOT / "bench"),
-]
+import aiohttp
 
-import aiohttp  # noqa: E402
-from fake_discord import CHANNEL as DISCORD_CHANNEL  # noqa: E402
-from fake_discord import TOKEN as DISCORD_TOKEN  # noqa: E402
-from fake_discord import FakeDiscord, told_now  # noqa: E402
-from fake_slack import BOT_TOKEN, FakeSlack  # noqa: E402
-from payloads import SIGNING_SECRET, block_actions, form_body, signed  # noqa: E402
-from procs import Serve, cli_env  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
-
-from bridge.asking import AskPolicy, ChatHandler  # noqa: E402
-from bridge.models import Question  # noqa: E402
-from bridge.poster import Poster  # noqa: E402
-from bridge.record import AskRecord, Destination, MessageRef  # noqa: E402
-from bridge.result import AskUserAnswered  # noqa: E402
-from bridge.store.redis import RedisStore  # noqa: E402
-from platforms.discord import DiscordPlatform  # noqa: E402
-from platforms.discord.settings import DiscordSettings  # noqa: E402
-from platforms.slack.client import make_client  # noqa: E402
-from platforms.slack.poster import SlackPoster  # noqa: E402
+from bridge.asking import AskPolicy, ChatHandler
+from bridge.models import Question
+from bridge.poster import Poster
+from bridge.record import AskRecord, Destination, MessageRef
+from bridge.result import AskUserAnswered
+from bridge.store.redis import RedisStore
+from platforms.discord import DiscordPlatform
+from platforms.discord.settings import DiscordSettings
+from platforms.slack.client import make_client
+from platforms.slack.poster import SlackPoster
+from tests.support.discord.fake_discord import CHANNEL as DISCORD_CHANNEL
+from tests.support.discord.fake_discord import TOKEN as DISCORD_TOKEN
+from tests.support.discord.fake_discord import FakeDiscord, told_now
+from tests.support.procs import Serve, cli_env
+from tests.support.redis_server import RedisServer
+from tests.support.slack.fake_slack import BOT_TOKEN, FakeSlack
+from tests.support.slack.payloads import SIGNING_SECRET, block_actions, form_body, signed
 
 CHANNEL = "C0GENERAL"
 SHAPES = ("plain", "restricted", "race")

@@ -18,7 +18,7 @@ may have been saved.
 
 Rules that live here so every platform follows them:
 
-* **Who may answer**: :meth:`AskRecord.may_answer` (the store repeats the check atomically); a
+* **Who may answer**: :func:`bridge.judging.may_answer` (the store repeats the check atomically); a
   platform supplies group membership (Slack user groups via :class:`Membership`, Discord roles
   read from the interaction as :attr:`Caller.groups`).
 * **Complete answers only**: a form is checked against the stored question set before anything is
@@ -47,6 +47,7 @@ from typing import Protocol, TypeVar
 
 from bridge import metrics, replies
 from bridge.identities import Identities
+from bridge.judging import may_answer
 from bridge.models import QuestionSet
 from bridge.poster import Poster
 from bridge.record import AskRecord, AskStatus, Responder
@@ -228,7 +229,7 @@ class Answering:
                 )
                 return self._verdict(ended, record)
             responder = await self._responder(record, who)
-            if not record.may_answer(responder):
+            if not may_answer(record.answerers, responder.key, responder.authorising):
                 return self._verdict(Outcome.NOT_ALLOWED, record)
             opened = self.store.record_event(record.id, "opened", user_id=who.user_id)
             await self._guard(opened, saves=False)  # an audit line, not the person's answer

@@ -60,7 +60,7 @@ from bridge.record import (
 from bridge.result import AskUserAnswered, ToolOutcome, unanswered_text
 from bridge.showing import show_final
 from bridge.store.base import Store
-from bridge.webhooks import check_notify
+from bridge.webhook_settings import check_notify
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,11 @@
-"""Reminders and escalation: when each is due, and where an escalation goes.
+"""Where an ask goes, and what follows it there: its :class:`Destination`, and the reminders and
+escalation of its :class:`FollowUps` -- when each is due, and where an escalation goes.
 
-An ask created with :class:`~bridge.record.FollowUps` gets, while it is pending,
+Both are fields of the ask record (:class:`bridge.record.AskRecord`; :mod:`bridge.record` hands
+them on, where callers import them from). They are defined here, below the record, so that the
+rule of when a step is due (:func:`next_step`, which every store applies) needs nothing else.
+
+An ask created with :class:`FollowUps` gets, while it is pending,
 
 * reminders: a reply in its message's thread mentioning who may answer (or the channel's people
   when anyone may), the first ``remind_after`` seconds after it was created, each next one
@@ -23,13 +28,46 @@ from __future__ import annotations
 
 import re
 
-from bridge.record import Destination, FollowUps
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 _PLATFORM = re.compile(r"^([a-z][a-z0-9_-]{0,31}):(.+)$")
 USER_PREFIX = "user:"
 MAX_ID = 64
 """Longest channel or user id an escalation may name (Slack ids have about 11 characters,
 Discord snowflakes at most 20): a longer one is a mistake, kept out of every record."""
+
+
+class Destination(BaseModel):
+    """Where the question set is posted: a platform's channel, optionally a thread or a DM user."""
+
+    model_config = ConfigDict(frozen=True)
+
+    platform: str
+    channel: str | None = None
+    thread: str | None = None
+    user: str | None = None
+
+
+class FollowUps(BaseModel):
+    """What the sweeper does while an ask waits: remind the answerers in
+    the message's thread every ``remind_after`` seconds, at most ``remind_times`` times, and
+    post the ask to ``escalate_to`` once ``escalate_after`` seconds after it was created.
+    Both are finite: JSON (a networked store's record) has no infinity, and an infinite delay
+    would be written as ``null`` -- no reminders, or an escalation without its delay, which no
+    process could read back."""
+
+    model_config = ConfigDict(frozen=True)
+
+    remind_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    remind_times: int = Field(default=3, ge=1, le=100)
+    escalate_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    escalate_to: Destination | None = None
+
+    @model_validator(mode="after")
+    def _paired(self) -> FollowUps:
+        if (self.escalate_after is None) != (self.escalate_to is None):
+            raise ValueError("escalate_after and escalate_to go together: give both or neither")
+        return self
 
 
 def next_step(

@@ -2,7 +2,8 @@
 ``serve``, ``GET /readyz`` and ``GET /metrics``.
 
 ``/healthz``: the process is alive (200 ``ok``). ``/readyz``: 200 ``ready`` when the
-:class:`~bridge.health.Health` given finds nothing wrong, else 503 with one reason per line.
+:class:`Readiness` given (``serve``'s :class:`~bridge.health.Health`) finds nothing wrong, else
+503 with one reason per line.
 ``/metrics``: Prometheus' text format (:mod:`bridge.metrics`).
 
 ``ask-bridge serve`` runs all configured platforms in one process; those called over HTTP (Slack's
@@ -23,14 +24,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bridge.platform import HttpRoute
 
 if TYPE_CHECKING:
     from aiohttp import web
-
-    from bridge.health import Health
 
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
@@ -44,6 +43,14 @@ LOG_EVERY = 10.0
 log = logging.getLogger(__name__)
 
 
+class Readiness(Protocol):
+    """What ``/readyz`` asks: why this replica is not ready, empty when it is. The server needs
+    nothing else of :class:`~bridge.health.Health`, so it does not depend on what health checks
+    (the store, Redis, the receivers)."""
+
+    async def problems(self) -> list[str]: ...
+
+
 class CannotListen(RuntimeError):
     """The address could not be bound (in use, not ours, no permission)."""
 
@@ -55,7 +62,7 @@ class HttpServer:
         host: str = "127.0.0.1",
         port: int = 3000,
         *,
-        health: Health | None = None,
+        health: Readiness | None = None,
     ) -> None:
         seen: set[tuple[str, str]] = set()
         for route in routes:

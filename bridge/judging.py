@@ -124,12 +124,6 @@ def picked_answer(questions: QuestionSet, question: int, option: int) -> Answer 
     return Answer(question=q.question, selected=(q.options[option].label,))
 
 
-def holds_typed(answers: Iterable[Answer]) -> bool:
-    """Whether any answer holds typed ("Other") text: such a submission is recorded and shown
-    but never counts toward agreement, so K people can only agree on options."""
-    return any(a.other_text is not None for a in answers)
-
-
 # -- who may answer -----------------------------------------------------------------------------
 
 

@@ -7,7 +7,8 @@ questions go:
 1. a bridge handler given to :func:`create_server` -- ``ask-bridge mcp`` builds a
    :class:`~bridge.asking.ChatHandler` from ``ASK_BRIDGE_PLATFORM`` (a chat platform registered
    under the ``ask_bridge.platforms`` entry points: ``slack`` today) and
-   ``ASK_BRIDGE_CHANNEL`` (see :func:`chat_route_from_env`);
+   ``ASK_BRIDGE_CHANNEL`` (see :func:`bridge.cli.mcp.chat_route_from_env`: the command composes
+   the server with the process's runtime, so the server depends on neither);
 2. otherwise, if the client supports form elicitation, its own user, through one form for the
    whole question set (a choice field per question, plus an optional free-text field). On
    handshake-era connections this is an ``elicitation/create`` request; on 2026-07-28
@@ -32,7 +33,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -43,19 +44,11 @@ from pydantic import ValidationError
 
 from bridge.errors import ToolRejected
 from bridge.models import Answer, Question, QuestionSet
-from bridge.platform import Platform, PlatformUnavailable, resolve_platform
-from bridge.record import Destination
 from bridge.result import HANDLER_FAILED, ToolOutcome
-from bridge.store.base import Store
 from bridge.text import typed
 from bridge.tool import AskUserCallback, AskUserTool, tool_ask_user, tools_interactive
 from bridge.validation import questions_from_arguments, validate_questions
 
-if TYPE_CHECKING:
-    from bridge.runtime import Runtime
-
-PLATFORM_ENV = "ASK_BRIDGE_PLATFORM"
-CHANNEL_ENV = "ASK_BRIDGE_CHANNEL"
 SERVER_NAME = "ask-bridge"
 DEFAULT_PROGRESS_INTERVAL = 10.0
 """Seconds between progress notifications while waiting for a person."""
@@ -359,74 +352,6 @@ def create_server(
     )
 
 
-# -- the chat destination from the environment -------------------------------------------------
-
-
-@dataclass
-class ChatRoute:
-    """Where ``ask-bridge mcp`` posts questions: a platform, the process's runtime (its store and
-    standalone policy) and the chat handler.
-
-    ``serve_clicks`` is true when the store is this process's own (no ``REDIS_URL``): then no
-    other process can receive the people's clicks, so the server receives them itself and sweeps
-    (:meth:`bridge.runtime.Runtime.own_clicks`), and the handler never defers (a wait that runs
-    out closes the ask as expired).
-    """
-
-    platform: Platform
-    runtime: Runtime
-    handler: AskUserCallback
-
-    @property
-    def store(self) -> Store:
-        return self.runtime.store
-
-    @property
-    def serve_clicks(self) -> bool:
-        return self.runtime.standalone
-
-
-def chat_route_from_env(
-    wait: float | None = None,
-    environ: Mapping[str, str] | None = None,
-    runtime: Runtime | None = None,
-) -> ChatRoute | None:
-    """The chat route configured by ``ASK_BRIDGE_PLATFORM`` and ``ASK_BRIDGE_CHANNEL``, or
-    ``None`` when no platform is set. Raises ``PlatformUnavailable`` naming what is wrong,
-    including a platform that cannot receive its own clicks in a standalone process."""
-    if environ is None:  # the environment, or .env, like every setting
-        from bridge.settings import ChatRouteSettings
-
-        chosen = ChatRouteSettings()
-        env: Mapping[str, str] = {PLATFORM_ENV: chosen.platform, CHANNEL_ENV: chosen.channel}
-    else:
-        env = environ
-    name = env.get(PLATFORM_ENV, "").strip()
-    if not name:
-        return None
-    if name == "console":
-        raise PlatformUnavailable(
-            f"{PLATFORM_ENV}=console cannot work in MCP mode: the terminal belongs to the "
-            "protocol. Use a chat platform such as slack, or unset it to ask through the MCP "
-            "client."
-        )
-    channel = env.get(CHANNEL_ENV, "").strip()
-    if not channel:
-        raise PlatformUnavailable(
-            f"{PLATFORM_ENV}={name} needs {CHANNEL_ENV}: the id of the channel to post to"
-        )
-    platform = resolve_platform(name)
-    from bridge.asking import ChatHandler
-    from bridge.runtime import Runtime
-
-    runtime = runtime or Runtime()
-    runtime.check(platform)
-    poster = platform.poster()
-    destination = Destination(platform=name, channel=channel)
-    handler = ChatHandler(poster, runtime.store, destination, runtime.policy(wait=wait))
-    return ChatRoute(platform, runtime, handler)
-
-
 # -- transports ----------------------------------------------------------------------------------
 
 
@@ -530,11 +455,9 @@ async def serve_http(
 
 __all__ = [
     "DEFAULT_PROGRESS_INTERVAL",
-    "ChatRoute",
     "answers_from_form",
     "ask_user_definition",
     "bind",
-    "chat_route_from_env",
     "create_server",
     "elicitation_schema",
     "endpoint",

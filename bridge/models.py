@@ -8,6 +8,7 @@ only after every rule has passed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated
 
 from pydantic import (
@@ -168,3 +169,11 @@ class Answer(BaseModel):
     question: str
     selected: tuple[str, ...] = ()
     other_text: str | None = None
+
+
+def holds_typed(answers: Iterable[Answer]) -> bool:
+    """Whether any of ``answers`` holds typed ("Other") text. Such a submission is recorded and
+    shown but never counts toward agreement (:func:`bridge.judging.agreed`), so K people can only
+    agree on options; it is written here, beside :class:`Answer`, because the record
+    (:attr:`bridge.record.Submission.typed`) and every store ask it."""
+    return any(a.other_text is not None for a in answers)

@@ -12,10 +12,13 @@ import time
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bridge.judging import holds_typed, may_answer
-from bridge.models import Answer, QuestionSet
+# Where an ask goes and what follows it there are defined with their rules in bridge.followups,
+# below the record; handed on here, where callers (and users' handlers) import them from.
+from bridge.followups import Destination as Destination
+from bridge.followups import FollowUps as FollowUps
+from bridge.models import Answer, QuestionSet, holds_typed
 from bridge.text import encodable
 
 
@@ -37,17 +40,6 @@ class AskStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
-class Destination(BaseModel):
-    """Where the question set is posted: a platform's channel, optionally a thread or a DM user."""
-
-    model_config = ConfigDict(frozen=True)
-
-    platform: str
-    channel: str | None = None
-    thread: str | None = None
-    user: str | None = None
-
-
 class MessageRef(BaseModel):
     """The posted message, as the platform identifies it (Slack: channel + ts; Discord: ids)."""
 
@@ -57,28 +49,6 @@ class MessageRef(BaseModel):
     channel: str
     message_id: str
     extra: dict[str, str] = Field(default_factory=dict)
-
-
-class FollowUps(BaseModel):
-    """What the sweeper does while an ask waits (``bridge.followups``): remind the answerers in
-    the message's thread every ``remind_after`` seconds, at most ``remind_times`` times, and
-    post the ask to ``escalate_to`` once ``escalate_after`` seconds after it was created.
-    Both are finite: JSON (a networked store's record) has no infinity, and an infinite delay
-    would be written as ``null`` -- no reminders, or an escalation without its delay, which no
-    process could read back."""
-
-    model_config = ConfigDict(frozen=True)
-
-    remind_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    remind_times: int = Field(default=3, ge=1, le=100)
-    escalate_after: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    escalate_to: Destination | None = None
-
-    @model_validator(mode="after")
-    def _paired(self) -> FollowUps:
-        if (self.escalate_after is None) != (self.escalate_to is None):
-            raise ValueError("escalate_after and escalate_to go together: give both or neither")
-        return self
 
 
 class Responder(BaseModel):
@@ -200,10 +170,6 @@ class AskRecord(BaseModel):
         same question set, each answers it, and each shows the final state once it ends."""
         first = () if self.message is None else (self.message,)
         return (*first, *self.escalations)
-
-    def may_answer(self, who: Responder) -> bool:
-        """Whether ``who`` may answer this ask (:func:`bridge.judging.may_answer`)."""
-        return may_answer(self.answerers, who.key, who.authorising)
 
     def agreeing(self, answers: tuple[Answer, ...] | None = None) -> list[Submission]:
         """The submissions that agree with ``answers`` (default: the ask's answers) and count

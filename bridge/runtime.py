@@ -46,7 +46,7 @@ from bridge.record import MAX_EXPIRES, MAX_REQUIRED
 from bridge.settings import EngineSettings, open_store
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
-from bridge.webhooks import WebhookSettings
+from bridge.webhook_settings import WebhookSettings
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -200,7 +200,8 @@ async def serving(
         sweeping = asyncio.create_task(sweeper.run())
         notifying = None
         if webhooks is not None and webhooks.enabled:
-            from bridge.webhooks import WebhookWorker, shown_url
+            from bridge.webhook_settings import shown_url
+            from bridge.webhooks import WebhookWorker
 
             worker = WebhookWorker(
                 store,

@@ -2,8 +2,8 @@
 module reading settings of its own shares.
 
 A leaf (nothing of ``bridge`` imported): each module that reads settings of its own --
-:mod:`bridge.settings`, :mod:`bridge.logs`, :mod:`bridge.webhooks`, each platform's -- raises it
-and uses these rules without importing another's settings, so a low module like
+:mod:`bridge.settings`, :mod:`bridge.logs`, :mod:`bridge.webhook_settings`, each platform's --
+raises it and uses these rules without importing another's settings, so a low module like
 :mod:`bridge.logs` never reaches up to the engine settings (and through them the store).
 :mod:`bridge.settings` re-exports :class:`SettingsError` and :func:`one_line`.
 """

@@ -6,8 +6,10 @@ showing one is a message update the platform rate-limits (Slack's ``chat.update`
 about 50 a minute), so 100,000 asks expiring together take hours to show. The sweep round does
 not wait for that -- reminders, escalations and hand-off repair would wait with it -- it offers
 each ask to its platform's queue and returns, while at most ``renders`` tasks show the queued
-asks, each through :func:`~bridge.showing.show_final` (the store's claim, so replicas never
-show one ending at once).
+asks, each through the ``show_final`` the sweeper hands the queue
+(:func:`bridge.showing.show_final` with the store and every poster: the store's claim, so
+replicas never show one ending at once). The queue is handed it instead of importing it: it
+decides when, :mod:`bridge.showing` how, and neither depends on the other.
 
 Memory stays bounded however big the storm: the queue holds :class:`~bridge.store.base.Ended`
 items (ids, not records), at most ``bound`` of them, and an ask already queued or being shown is
@@ -32,13 +34,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable
 
 from bridge import metrics
 from bridge.aio import stop
-from bridge.poster import Poster
 from bridge.record import AskRecord
-from bridge.showing import show_final
 from bridge.store.base import Ended, Store
 
 log = logging.getLogger("bridge.render_queue")
@@ -57,7 +57,7 @@ class ShowQueue:
     def __init__(
         self,
         store: Store,
-        posters: Mapping[str, Poster],
+        show_final: Callable[[str], Awaitable[AskRecord | None]],
         *,
         platform: str,
         renders: int,
@@ -69,8 +69,10 @@ class ShowQueue:
         if bound < 1:
             raise ValueError(f"bound must be at least 1, not {bound}")
         self.store = store
-        self.posters = posters
-        """Every platform's poster: an escalated ask has messages on other platforms too."""
+        self.show_final = show_final
+        """Shows the final state of the ask of this id unless someone did since the sweep named
+        it; the record shown, or ``None`` (another's claim, a failed update: logged by it). It
+        holds every platform's poster: an escalated ask has messages on other platforms too."""
         self.platform = platform
         """The platform of the asks' destinations: whose 429s slow this queue down."""
         self.renders = renders
@@ -156,7 +158,7 @@ class ShowQueue:
     async def _show(self, ended: Ended) -> None:
         counted = not ended.expired
         try:
-            record = await show_final(self.store, self.posters, ended.ask_id, unshown=True)
+            record = await self.show_final(ended.ask_id)
             if record is not None and self._shown is not None:
                 self._shown(record)
             if not counted:  # shown or not: a later sweep shows it, uncounted

@@ -24,6 +24,7 @@ that fails is logged in one line, recorded (``follow_up_failed``) and tried agai
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -74,7 +75,7 @@ class Sweeper:
         self._queues = {
             platform: ShowQueue(
                 store,
-                self.posters,
+                functools.partial(show_final, store, self.posters, unshown=True),
                 platform=platform,
                 renders=renders,
                 bound=backlog,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 # The store fixtures (servers, ``store_kind``, ``make_store``, ``store``) for every test module.
-pytest_plugins = ["engine_fixtures"]
+pytest_plugins = ["tests.support.engine_fixtures"]
 
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 

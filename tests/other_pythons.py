@@ -32,10 +32,10 @@ VERSIONS = ("3.12", "3.13")
 EXTRAS = ".[slack,discord,test]"
 SUBSET = (
     "tests/test_architecture.py",
-    "tests/test_core_tool.py",
-    "tests/test_store_contract.py",
-    "tests/slack/test_slack_e2e.py::test_each_shape_resolves_the_waiting_agent",
-    "tests/discord/test_discord_e2e.py::test_every_shape_end_to_end",
+    "tests/bridge/test_tool.py",
+    "tests/bridge/store/test_contract.py",
+    "tests/platforms/slack/test_slack_e2e.py::test_each_shape_resolves_the_waiting_agent",
+    "tests/platforms/discord/test_discord_e2e.py::test_every_shape_end_to_end",
 )
 STORE_PARAMS = "not memory and not cluster and not sentinel"
 """Of the store contract, the plain Redis server: the same Lua and client on every Python."""

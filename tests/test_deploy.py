@@ -22,7 +22,7 @@ from bridge.http_server import HEALTH_PATH, METRICS_PATH, READY_PATH
 from bridge.identities import IdentitySettings
 from bridge.logs import LogSettings
 from bridge.settings import ChatRouteSettings, EngineSettings
-from bridge.webhooks import WebhookSettings
+from bridge.webhook_settings import WebhookSettings
 from platforms.discord.client import REACH_SECONDS as DISCORD_REACH_SECONDS
 from platforms.discord.settings import DiscordSettings
 from platforms.slack.credentials import REACH_SECONDS as SLACK_REACH_SECONDS

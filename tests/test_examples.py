@@ -2,10 +2,10 @@
 
 Run as ``python examples/NAME.py``, a file's directory comes first on ``sys.path``: a file named
 like a package it imports (``claude_agent_sdk.py``) would import itself instead, half-initialised.
-The examples that talk to a model run in ``tests/slack/test_examples_e2e.py`` (the Claude Agent SDK
-ones, through the Claude Code CLI, in ``tests/slack/test_examples_claude.py``), against a scripted
-one, with the stand-in handlers and asking in Slack; the others run here, offline as they are,
-and those that talk to a model run here without credentials, to fail in one line.
+The examples that talk to a model run in ``tests/platforms/slack/test_examples_e2e.py`` (the Claude
+Agent SDK ones, through the Claude Code CLI, in ``tests/platforms/slack/test_examples_claude.py``),
+against a scripted one, with the stand-in handlers and asking in Slack; the others run here, offline
+as they are, and those that talk to a model run here without credentials, to fail in one line.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from example_runs import (
+
+from tests.support.example_runs import (
     CLAUDE_EXAMPLES,
     CLAUDE_MODEL_ENV,
     DEADLINE,
@@ -27,7 +28,7 @@ from example_runs import (
     clean_env,
     run_script,
 )
-from model_server import RefusingProxy
+from tests.support.model_server import RefusingProxy
 
 FILES = sorted((ROOT / "examples").glob("*.py"))
 SCRIPTS = [p for p in FILES if 'if __name__ == "__main__":' in p.read_text()]

@@ -9,13 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-SOAK = Path(__file__).resolve().parents[1] / "bench" / "soak.py"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_small_soak_loses_nothing_and_answers_nothing_twice_on_either_platform() -> None:
     args = ["--asks", "300", "--rate", "100", "--kill-every", "1.5", "--in-flight", "100"]
+    args += ["--patience", "2", "--redis-restart-at", "0", "--json"]
     done = subprocess.run(
-        [sys.executable, str(SOAK), *args, "--patience", "2", "--redis-restart-at", "0", "--json"],
+        [sys.executable, "-m", "bench.soak", *args],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=240,

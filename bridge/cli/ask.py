@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.errors import InvalidQuestions, NotAnswered, ToolRejected
-from bridge.record import Destination
+from bridge.followups import Destination
 from bridge.text import one_line
 
 if TYPE_CHECKING:

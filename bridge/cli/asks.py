@@ -125,9 +125,9 @@ def _list(args: argparse.Namespace) -> int:
 
 def _shown_record(rec: Any) -> dict[str, Any]:
     """``rec`` as JSON-ready data for the terminal: its notify URLs with their credentials and
-    query values masked (:func:`~bridge.webhooks.redacted_url`; the audit trail's webhook events
-    never hold them)."""
-    from bridge.webhooks import redacted_url
+    query values masked (:func:`~bridge.webhook_settings.redacted_url`; the audit trail's webhook
+    events never hold them)."""
+    from bridge.webhook_settings import redacted_url
 
     data: dict[str, Any] = rec.model_dump(mode="json")
     data["notify"] = [redacted_url(url) for url in rec.notify]

@@ -7,6 +7,10 @@ sweeps its asks), and is ready for calls only once it can (a platform that canno
 like Slack in HTTP mode, is refused); its asks then never defer (:mod:`bridge.runtime`). SIGINT
 or SIGTERM stops it cleanly. Configuration errors are reported on stderr before the server
 starts, never on stdout (the protocol's).
+
+The command composes the server with the chat route (:func:`chat_route_from_env`: the platform,
+the process's :class:`~bridge.runtime.Runtime` and the chat handler): the server takes any
+handler and knows nothing of runtimes, the runtime nothing of MCP.
 """
 
 from __future__ import annotations
@@ -14,9 +18,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from bridge.cli.failures import FAILED
+from bridge.followups import Destination
+from bridge.platform import Platform, PlatformUnavailable, resolve_platform
+
+if TYPE_CHECKING:
+    from bridge.runtime import Runtime
+    from bridge.store.base import Store
+    from bridge.tool import AskUserCallback
+
+PLATFORM_ENV = "ASK_BRIDGE_PLATFORM"
+CHANNEL_ENV = "ASK_BRIDGE_CHANNEL"
 
 
 def register(sub: Any) -> None:
@@ -61,19 +77,82 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+@dataclass
+class ChatRoute:
+    """Where ``ask-bridge mcp`` posts questions: a platform, the process's runtime (its store and
+    standalone policy) and the chat handler.
+
+    ``serve_clicks`` is true when the store is this process's own (no ``REDIS_URL``): then no
+    other process can receive the people's clicks, so the server receives them itself and sweeps
+    (:meth:`bridge.runtime.Runtime.own_clicks`), and the handler never defers (a wait that runs
+    out closes the ask as expired).
+    """
+
+    platform: Platform
+    runtime: Runtime
+    handler: AskUserCallback
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def serve_clicks(self) -> bool:
+        return self.runtime.standalone
+
+
+def chat_route_from_env(
+    wait: float | None = None,
+    environ: Mapping[str, str] | None = None,
+    runtime: Runtime | None = None,
+) -> ChatRoute | None:
+    """The chat route configured by ``ASK_BRIDGE_PLATFORM`` and ``ASK_BRIDGE_CHANNEL``, or
+    ``None`` when no platform is set. Raises ``PlatformUnavailable`` naming what is wrong,
+    including a platform that cannot receive its own clicks in a standalone process."""
+    if environ is None:  # the environment, or .env, like every setting
+        from bridge.settings import ChatRouteSettings
+
+        chosen = ChatRouteSettings()
+        env: Mapping[str, str] = {PLATFORM_ENV: chosen.platform, CHANNEL_ENV: chosen.channel}
+    else:
+        env = environ
+    name = env.get(PLATFORM_ENV, "").strip()
+    if not name:
+        return None
+    if name == "console":
+        raise PlatformUnavailable(
+            f"{PLATFORM_ENV}=console cannot work in MCP mode: the terminal belongs to the "
+            "protocol. Use a chat platform such as slack, or unset it to ask through the MCP "
+            "client."
+        )
+    channel = env.get(CHANNEL_ENV, "").strip()
+    if not channel:
+        raise PlatformUnavailable(
+            f"{PLATFORM_ENV}={name} needs {CHANNEL_ENV}: the id of the channel to post to"
+        )
+    platform = resolve_platform(name)
+    from bridge.asking import ChatHandler
+    from bridge.runtime import Runtime
+
+    runtime = runtime or Runtime()
+    runtime.check(platform)
+    poster = platform.poster()
+    destination = Destination(platform=name, channel=channel)
+    handler = ChatHandler(poster, runtime.store, destination, runtime.policy(wait=wait))
+    return ChatRoute(platform, runtime, handler)
+
+
 def run(args: argparse.Namespace) -> int:
     from bridge.logs import say
     from bridge.mcp_access import token_from_env
     from bridge.mcp_server import (
         DEFAULT_PROGRESS_INTERVAL,
         bind,
-        chat_route_from_env,
         create_server,
         endpoint,
         serve_http,
         serve_stdio,
     )
-    from bridge.platform import PlatformUnavailable
     from bridge.runtime import settle_heap, stop_on_signals
 
     def fail(message: str) -> int:

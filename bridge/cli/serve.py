@@ -22,7 +22,7 @@ from bridge.cli.args import port
 from bridge.platform import Platform, configured_platforms
 
 if TYPE_CHECKING:
-    from bridge.webhooks import WebhookSettings
+    from bridge.webhook_settings import WebhookSettings
 
 log = logging.getLogger(__name__)
 NO_SHARED_STORE = (
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep_interval <= 0:
         print("ask-bridge serve: --sweep-interval must be more than zero", file=sys.stderr)
         return 1
-    from bridge.webhooks import WebhookSettings
+    from bridge.webhook_settings import WebhookSettings
 
     webhooks = WebhookSettings()  # a bad one: one line now, before anything starts
     platforms = configured_platforms(args.platform or ())

@@ -19,7 +19,7 @@ from typing import Any
 from bridge.judging import MAX_TYPED as MAX_TYPED
 from bridge.judging import FormProblem as FormProblem
 from bridge.judging import Picks as Picks
-from bridge.judging import form_answers, picked_answer
+from bridge.judging import form_answers, may_answer, picked_answer
 from bridge.judging import form_problems as form_problems
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
@@ -222,7 +222,7 @@ class Store(ABC):
         answer = picked_answer(record.questions, question, option)
         if answer is None:
             return SubmitResult(SubmitOutcome.INVALID, record)
-        if by.groups_unknown and not record.may_answer(by.who):
+        if by.groups_unknown and not may_answer(record.answerers, by.who.key, by.who.authorising):
             return SubmitResult(SubmitOutcome.GROUPS, record)
         return await self._submit(ask_id, by, [answer])
 
@@ -261,7 +261,7 @@ class Store(ABC):
             problems = form_problems(record.questions, picks)
             if problems:
                 return SubmitResult(SubmitOutcome.INVALID, record, problems)
-        if by.groups_unknown and not record.may_answer(by.who):
+        if by.groups_unknown and not may_answer(record.answerers, by.who.key, by.who.authorising):
             return SubmitResult(SubmitOutcome.GROUPS, record)
         return await self._submit(ask_id, by, form_answers(record.questions, picks))
 
@@ -457,7 +457,7 @@ class Store(ABC):
     @abstractmethod
     async def claim_timers(self, now: float | None = None) -> list[TimerClaim]:
         """Claim every reminder and escalation due at ``now`` (default: the clock) among pending
-        asks with follow-ups (:class:`~bridge.record.FollowUps`; :mod:`bridge.followups` says
+        asks with follow-ups (:class:`~bridge.followups.FollowUps`; :mod:`bridge.followups` says
         when each is due), at most one step per ask, atomically across replicas: a step is
         claimed only while its ask is pending and the step not done, and not again until the
         timer-retry interval has passed without :meth:`timer_done` (the claimant died, or its

@@ -22,12 +22,12 @@ from bridge.judging import (
     agreed,
     agreeing,
     agreement_key,
-    holds_typed,
+    may_answer,
     recheck,
     repeats_answer,
     withdrawn_key,
 )
-from bridge.models import Answer
+from bridge.models import Answer, holds_typed
 from bridge.record import AskRecord, AskStatus, MessageRef, Submission
 from bridge.store.memory_state import AskState, MemoryState
 from bridge.store.terms import (
@@ -124,10 +124,10 @@ class MemoryStore(MemoryState):
             rec = entry.record
             if rec.status is AskStatus.PENDING and rec.expires_at <= now:
                 self._expire(entry, now)  # as a sweep would have (lua/lib/submission.lua)
-                kind = "late" if rec.may_answer(who) else "refused"
+                kind = "late" if may_answer(rec.answerers, who.key, who.authorising) else "refused"
                 self._event(entry, kind, who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.CLOSED, entry.record)
-            if not rec.may_answer(who):
+            if not may_answer(rec.answerers, who.key, who.authorising):
                 self._event(entry, "refused", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
             if rec.status is AskStatus.ANSWERED:

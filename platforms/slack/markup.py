@@ -34,7 +34,7 @@ characters Slack counts; a newline is two):
   545. One single-select question's buttons instead: 976;
 * so at most ``4 × 1,172 + 621 + 227 + 2,563 + 8 = 8,107`` (the 8: the array's brackets and
   commas) of the 12,000 budget pending, 5,200 once answered, in at most 7 blocks of 50
-  (``tests/conformance/test_slack_conformance.py`` renders these worst cases).
+  (``tests/platforms/conformance/test_slack_conformance.py`` renders these worst cases).
 
 The poster may also ask for the last level directly (``tightest=True``), to retry once when
 Slack refuses a rendering for a reason nobody documents (``msg_blocks_too_long`` has no number).

@@ -7,8 +7,9 @@ six ARGV every op takes, as named locals), ``lua/lib/core.lua``, the shared part
 three ARGV of :class:`Due` next, and the ops that submit take ``submission.lua``, which names the
 ARGV of :class:`Submission` after those) and its own file, which starts by naming the rest of its
 ARGV. Here each op is a :class:`Call` subclass whose fields are those names in that order, so the
-Python side builds KEYS and ARGV as the script reads them; ``tests/test_store_scripts.py`` parses
-every header and checks that the two agree, name for name and position for position.
+Python side builds KEYS and ARGV as the script reads them;
+``tests/bridge/store/test_scripts.py`` parses every header and checks that the two agree, name
+for name and position for position.
 
 A call travels as ``EVALSHA`` of its script's SHA (the scripts are small and loaded once per
 server; one that lost them -- a restart, ``SCRIPT FLUSH`` -- is sent :data:`SOURCES` again,

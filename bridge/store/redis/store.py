@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bridge.followups import next_step
-from bridge.judging import FormProblem, Picks, holds_typed, typed_text
-from bridge.models import Answer
+from bridge.judging import FormProblem, Picks, typed_text
+from bridge.models import Answer, holds_typed
 from bridge.record import AskRecord, AskStatus, MessageRef
 from bridge.store.keys import Fields, pending_member
 from bridge.store.redis import codec

@@ -1,7 +1,7 @@
 -- Every state change of one ask, atomically: one script per operation (lua/<op>.lua), each built
 -- as this header, the shared helpers it needs (lua/lib/) and its own file, by
 -- bridge.store.redis.scripts, whose typed argument builders put KEYS and ARGV in the order the
--- named locals below and at the top of each op's file take them (tests/test_store_scripts.py
+-- named locals below and at the top of each op's file take them (tests/bridge/store/test_scripts.py
 -- checks that they agree). Key scheme and record fields: bridge/store/keys.py.
 --
 -- KEYS: the ask's own keys, in one hash slot; then, except on Cluster (another slot: the caller
