@@ -36,8 +36,10 @@ ephemeral message, a modal). Everything both platforms need is here, once:
   bound, the updates held back all start together the moment the judging stops, and the next
   acks wait behind that wave (37-124 ms, 0.2-0.5 s). Against a real platform the bound is above
   what its rate limits let one bot update (Slack's ``chat.update``: about 50 a minute).
-* **Background work** after the ack (showing, explanations) is tracked and drained on shutdown
-  (:class:`~bridge.background.Background`).
+* **Background work** after the ack (showing, explanations, a form opened after the ack) is
+  kept referenced until done (an unreferenced task may be collected mid-flight), its failures
+  logged (nobody awaits it), and drained on shutdown, so a click answered just before a stop
+  still gets its message updated (:class:`Background`).
 """
 
 from __future__ import annotations
@@ -61,7 +63,6 @@ from bridge.answering import (
     Picks,
     Verdict,
 )
-from bridge.background import Background
 from bridge.identities import Identities
 from bridge.poster import Poster
 from bridge.record import AskRecord
@@ -200,6 +201,32 @@ class Responder(Protocol):
         """Show the form for ``record`` (in time: as the answer; late: where the platform still
         allows it), or explain why it cannot be shown."""
         ...
+
+
+class Background:
+    """The tasks that follow one receiver's clicks (see "background work" in the module)."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` after the click's answer; kept referenced until done, drained on
+        shutdown, and any failure logged."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("work after a click failed", exc_info=task.exception())
+
+    async def drain(self, within: float = 5.0) -> None:
+        """Let work in progress finish (verdicts, showings, explanations) on shutdown."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while self._tasks and loop.time() < deadline:  # work may spawn more (a late showing)
+            await asyncio.wait(set(self._tasks), timeout=deadline - loop.time())
 
 
 class Clicks:

@@ -810,7 +810,7 @@ async def test_failing_background_work_is_logged(
 
     clicks.background.spawn(fails())
     await clicks.drain()
-    (logged,) = [r for r in caplog.records if r.name == "bridge.background"]
+    (logged,) = [r for r in caplog.records if r.name == "bridge.clicks"]
     assert logged.exc_info is not None and isinstance(logged.exc_info[1], RuntimeError)
 
 
