@@ -26,16 +26,20 @@ words (:class:`~bridge.replies.Replies`) and its group lookup -- and hands it ea
 with its responder (:meth:`bridge.clicks.Clicks.handle`). The receiver builds it, not the runtime,
 because what it needs is the receiver's own (Discord's role lookup reads the gateway client it
 creates); ``Platform.receiver(store)`` keeps its signature for third-party platforms.
+
+A platform configured from the environment may derive from :class:`SettingsPlatform`: its
+settings read as they are now, and one API client kept per what it is built from.
 """
 
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from bridge.poster import Poster
 from bridge.store.base import Store
@@ -44,6 +48,10 @@ if TYPE_CHECKING:  # aiohttp is the slack extra's, imported only by a process th
     from aiohttp import web
 
 ENTRY_POINT_GROUP = "ask_bridge.platforms"
+
+SettingsT = TypeVar("SettingsT")
+KeyT = TypeVar("KeyT")
+ClientT = TypeVar("ClientT")
 
 
 class PlatformUnavailable(RuntimeError):
@@ -114,6 +122,51 @@ class Platform(Protocol):
         and showing the new state are the bridge's, the same for every platform (see the
         module docstring)."""
         ...
+
+
+class SettingsPlatform(ABC, Generic[SettingsT, KeyT, ClientT]):
+    """A platform configured by a settings object read from the environment, with one API client
+    kept for as long as what it is built from stays the same.
+
+    The settings given are used as they are (a test, an embedding program); without them they are
+    read afresh at every use, so a changed environment (or ``.env``) is seen at once, and the
+    client built for the old one is replaced instead of posting with a stale token or URL. A
+    subclass says how its settings are read (:meth:`_read_settings`), what its client is built
+    from (:meth:`_client_key`, which first raises ``PlatformUnavailable`` for a missing setting,
+    so nothing is built half-configured) and how it is built (:meth:`_build_client`).
+
+    Not the definition of a platform: :class:`Platform` stays the protocol, and a third-party
+    platform need not derive from this."""
+
+    def __init__(self, settings: SettingsT | None = None) -> None:
+        self._settings = settings
+        self._client: tuple[KeyT, ClientT] | None = None
+
+    @property
+    def settings(self) -> SettingsT:
+        """The settings given, else the environment's (and ``.env``'s) as they are now."""
+        return self._settings or self._read_settings()
+
+    def _shared_client(self) -> ClientT:
+        """The client for the settings as they are now: the one kept while its key is unchanged,
+        else a new one (kept in its place)."""
+        key = self._client_key(self.settings)
+        if self._client is None or self._client[0] != key:
+            self._client = (key, self._build_client(key))
+        return self._client[1]
+
+    @abstractmethod
+    def _read_settings(self) -> SettingsT:
+        """The environment's settings; ``PlatformUnavailable`` for a malformed value."""
+
+    @abstractmethod
+    def _client_key(self, settings: SettingsT) -> KeyT:
+        """What the client is built from (a changed key builds a new one); raises
+        ``PlatformUnavailable`` naming what is missing to build it."""
+
+    @abstractmethod
+    def _build_client(self, key: KeyT) -> ClientT:
+        """A new client for ``key``."""
 
 
 @runtime_checkable

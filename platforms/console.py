@@ -5,11 +5,21 @@ is configured and stdin and stdout are a TTY. It reads the real terminal (``sys.
 plain sync handler, so the tool runs it in a worker thread when called from async code and the
 event loop keeps running while the person thinks.
 
-Per question: header and question, numbered options with descriptions, and a hint. A number (or,
-for multiSelect, numbers separated by commas) selects options; a number that matches no option, or
-a line that shows nothing (empty, spaces, only invisible characters: :func:`bridge.text.blank`),
-asks again; any other text is the person's own answer (``other_text``), kept as
-:func:`bridge.text.typed` keeps a typed answer in a chat.
+Like every platform it is a payload parser and markup over bridge's rules, and holds no rule of
+its own. The payload is a typed line: :func:`parse` makes it the question's
+:class:`~bridge.judging.Picks` -- a number (or, for multiSelect, numbers separated by commas or
+spaces, signs allowed) picks options, any other line is the person's own answer
+(``other_text``). :func:`bridge.judging.form_problems` judges the picks exactly as it judges a
+chat's form (a line that shows nothing, a number that matches no option, several numbers for a
+single-select question, a typed answer over :data:`~bridge.judging.MAX_TYPED` characters), the
+console words the problem and asks again, and :func:`bridge.judging.form_answers` builds the
+answer, so labels and typed text (:func:`bridge.text.typed`) are kept as in a chat. The markup
+is the printed prompt: header and question, numbered options with descriptions, and a hint.
+
+It does not go through :mod:`bridge.clicks`: that protocol exists for a click that arrives
+later, in a platform's event loop, about an ask held in a store (timing, acks, late telling,
+showing the new state on a message). Here nothing is stored and nothing arrives later: the
+process that asks reads the answer from its own terminal and returns it to the waiting call.
 """
 
 from __future__ import annotations
@@ -21,7 +31,8 @@ import threading
 import unicodedata
 from typing import Any, TextIO
 
-from bridge.models import Answer, Question
+from bridge.judging import MAX_TYPED, FormProblem, Picks, form_answers, form_problems
+from bridge.models import Answer, Question, QuestionSet
 from bridge.text import typed
 
 HINT_SINGLE = "enter a number, or type your own answer"
@@ -30,6 +41,19 @@ HINT_MULTI = "enter numbers separated by commas, or type your own answer"
 _NUMBERS = re.compile(r"[+-]?\d+(?:\s*[,\s]\s*[+-]?\d+)*")
 """A number or a list of them, signs allowed: "-1" is a number matching no option (ask again),
 not the person's own answer."""
+
+
+def parse(line: str) -> Picks:
+    """A typed line as one question's picks: the options its numbers name (from 1 on the
+    screen, so index ``n - 1``, as typed: judging finds the ones that match no option), or, when
+    it is not a list of numbers, the line itself as typed text (judged and kept by
+    :func:`bridge.judging.typed_text`, which also finds a line that shows nothing). Numbers are
+    read from what the person saw (:func:`bridge.text.typed`): "2" followed by a zero-width
+    space is the number 2."""
+    shown = typed(line)
+    if shown is not None and _NUMBERS.fullmatch(shown):
+        return Picks(selected=tuple(int(n) - 1 for n in re.split(r"[,\s]+", shown)))
+    return Picks(text=line)
 
 
 def clean(text: str) -> str:
@@ -82,28 +106,14 @@ class ConsolePlatform:
             out.write(f"  {n:>{width}}. {clean(option.label)}{dim} - {clean(option.description)}")
             out.write(f"{reset}\n")
         hint = HINT_MULTI if q.multiSelect else HINT_SINGLE
+        one = QuestionSet(questions=(q,))
         while True:
             out.flush()
-            line = typed(self._read(f"{hint[0].upper()}{hint[1:]}: "))
-            if line is None:
-                out.write(f"Please answer: {hint}.\n")
-                continue
-            if not _NUMBERS.fullmatch(line):
-                return Answer(question=q.question, other_text=line)
-            numbers = sorted({int(n) for n in re.split(r"[,\s]+", line)})
-            wrong = [n for n in numbers if not 1 <= n <= len(q.options)]
-            if wrong:
-                listed = ", ".join(map(str, wrong))
-                out.write(
-                    f"There is no option {listed}: choose from 1 to {len(q.options)}, or type "
-                    "your own answer.\n"
-                )
-                continue
-            if len(numbers) > 1 and not q.multiSelect:
-                out.write("This question takes one option: enter a single number.\n")
-                continue
-            selected = tuple(q.options[n - 1].label for n in numbers)
-            return Answer(question=q.question, selected=selected)
+            picks = parse(self._read(f"{hint[0].upper()}{hint[1:]}: "))
+            problem = form_problems(one, {0: picks}).get(0)
+            if problem is None:
+                return form_answers(one, {0: picks})[0]
+            out.write(_words(problem, q, picks, hint) + "\n")
 
     @staticmethod
     def _read(prompt: str) -> str:
@@ -111,6 +121,30 @@ class ConsolePlatform:
             return input(prompt)
         except EOFError:
             raise RuntimeError("the terminal closed before the person answered") from None
+
+
+def _words(problem: FormProblem, q: Question, picks: Picks, hint: str) -> str:
+    """A problem judging found with a typed line, in the console's words (the numbers as the
+    person typed them, from 1), and what to do instead."""
+    match problem:
+        case FormProblem.NEED_ANSWER:
+            return f"Please answer: {hint}."
+        case FormProblem.NO_SUCH_OPTION:
+            wrong = sorted({o + 1 for o in picks.selected if not 0 <= o < len(q.options)})
+            listed = ", ".join(map(str, wrong))
+            return (
+                f"There is no option {listed}: choose from 1 to {len(q.options)}, or type your "
+                "own answer."
+            )
+        case FormProblem.ONE_ONLY:
+            return "This question takes one option: enter a single number."
+        case FormProblem.TOO_LONG:
+            number = "numbers" if q.multiSelect else "a number"
+            return f"Your answer is too long: keep it to {MAX_TYPED} characters, or enter {number}."
+        case FormProblem.NO_SUCH_QUESTION | FormProblem.NOT_BOTH:
+            # parse() gives one question's options or its text, never both, and the console
+            # judges one question at a time: neither can be found.
+            raise AssertionError(f"judging found {problem} in a typed line")
 
 
 platform = ConsolePlatform()

@@ -15,7 +15,7 @@ import discord
 
 from bridge.aio import stop
 from bridge.clicks import answer_clicks
-from bridge.platform import Finding, HttpRoute, PlatformUnavailable
+from bridge.platform import Finding, HttpRoute, PlatformUnavailable, SettingsPlatform
 from bridge.poster import Poster
 from bridge.store.base import Store
 from platforms.discord.app import Interactions
@@ -28,32 +28,33 @@ from platforms.discord.settings import DiscordSettings, load_settings
 log = logging.getLogger(__name__)
 
 
-class DiscordPlatform:
+class DiscordPlatform(SettingsPlatform[DiscordSettings, DiscordSettings, RestClient]):
     """Posting over REST with ``DISCORD_TOKEN``; clicks over the gateway (a connection the
     receiver holds, so it works in any process, standalone ``ask`` included).
 
     The settings are read from the environment when used (so a changed environment is seen); one
-    REST client per settings serves every poster of the process."""
+    REST client per settings serves every poster of the process (see
+    :class:`~bridge.platform.SettingsPlatform`)."""
 
     name = "discord"
-
-    def __init__(self, settings: DiscordSettings | None = None) -> None:
-        self._settings = settings
-        self._rest: tuple[DiscordSettings, RestClient] | None = None
-
-    @property
-    def settings(self) -> DiscordSettings:
-        """The settings given, else the environment's (and ``.env``'s) as they are now."""
-        return self._settings or load_settings()
 
     @property
     def rest(self) -> RestClient:
         """One REST client per settings, shared by every poster of the process."""
-        settings = self.settings
-        settings.bot_token()  # say what is missing before anything is asked
-        if self._rest is None or self._rest[0] != settings:
-            self._rest = (settings, RestClient(settings))
-        return self._rest[1]
+        return self._shared_client()
+
+    def _read_settings(self) -> DiscordSettings:
+        return load_settings()
+
+    def _client_key(self, settings: DiscordSettings) -> DiscordSettings:
+        """The settings whole (the REST client reads its token, URL and more from them), once
+        ``DISCORD_TOKEN`` is known to be set: what is missing is said before anything is
+        asked."""
+        settings.bot_token()
+        return settings
+
+    def _build_client(self, key: DiscordSettings) -> RestClient:
+        return RestClient(key)
 
     async def check_credentials(self) -> None:
         """Log in over REST (the client posting will use): a refused ``DISCORD_TOKEN`` is
@@ -69,7 +70,7 @@ class DiscordPlatform:
     def configured(self) -> bool:
         """``DISCORD_TOKEN`` is set now (read afresh, not from the settings cached for posting):
         ``ask-bridge serve`` serves Discord."""
-        token = (self._settings or load_settings()).token
+        token = self.settings.token
         return token is not None and bool(token.get_secret_value().strip())
 
     def poster(self) -> DiscordPoster:

@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from bridge.aio import stop
-from bridge.platform import Finding, HttpRoute, PlatformUnavailable
+from bridge.platform import Finding, HttpRoute, PlatformUnavailable, SettingsPlatform
 from bridge.poster import Poster
 from bridge.record import MessageRef
 from bridge.store.base import Store
@@ -24,32 +24,31 @@ if TYPE_CHECKING:
     from platforms.slack.manifest import AppSetup
 
 
-class SlackPlatform:
+class SlackPlatform(SettingsPlatform[SlackSettings, tuple[str, str], WatchedClient]):
     """Posting with the bot token; interactions over Socket Mode when ``SLACK_APP_TOKEN`` is set,
     else over HTTP verified with ``SLACK_SIGNING_SECRET`` (see :class:`SlackReceiver`).
 
     The settings are read from the environment when used (so a changed environment is seen), and
-    one Web API client per token serves both the poster and the receiver."""
+    one Web API client per token and base URL serves both the poster and the receiver (see
+    :class:`~bridge.platform.SettingsPlatform`)."""
 
     name = "slack"
-
-    def __init__(self, settings: SlackSettings | None = None) -> None:
-        self._settings = settings
-        self._client: tuple[tuple[str, str | None], WatchedClient] | None = None
-
-    @property
-    def settings(self) -> SlackSettings:
-        """The settings given, else the environment's (and ``.env``'s) as they are now."""
-        return self._settings or load_settings()
 
     @property
     def client(self) -> WatchedClient:
         """One Web API client per token and base URL, shared by posters and the receiver."""
-        settings = self.settings
-        key = (settings.bot(), settings.api_url)
-        if self._client is None or self._client[0] != key:
-            self._client = (key, make_client(*key))
-        return self._client[1]
+        return self._shared_client()
+
+    def _read_settings(self) -> SlackSettings:
+        return load_settings()
+
+    def _client_key(self, settings: SlackSettings) -> tuple[str, str]:
+        """The bot token (``PlatformUnavailable`` when unset) and the API's base URL: the other
+        settings (Socket Mode's, HTTP's) are the receiver's, not the client's."""
+        return (settings.bot(), settings.api_url)
+
+    def _build_client(self, key: tuple[str, str]) -> WatchedClient:
+        return make_client(*key)
 
     def poster(self) -> Poster:
         return SlackPoster(self.client)
@@ -98,7 +97,7 @@ class SlackPlatform:
     def configured(self) -> bool:
         """``SLACK_BOT_TOKEN`` is set (environment or ``.env``): ``ask-bridge serve`` serves
         Slack. Read afresh, not from the settings cached for posting."""
-        token = (self._settings or load_settings()).bot_token
+        token = self.settings.bot_token
         return token is not None and bool(token.get_secret_value().strip())
 
     def receiver(self, store: Store) -> SlackReceiver:

@@ -20,7 +20,8 @@ import pytest
 
 from bridge import ToolRejected, validate_questions
 from bridge.cli.demo import SAMPLE_QUESTIONS
-from platforms.console import ConsolePlatform, clean, platform
+from bridge.judging import MAX_TYPED, Picks
+from platforms.console import ConsolePlatform, clean, parse, platform
 from tests.support.samples import FORMAT, FORMAT_QUESTION, SECTIONS
 
 # The core pair, with a third format and descriptions worth reading at a terminal prompt.
@@ -228,6 +229,32 @@ def test_free_text_is_the_persons_own_answer(spawn: Spawn) -> None:
     child.expect_exact(MULTI)
     child.sendline("1, and a FAQ")
     assert answers(child) == [([], "a haiku, please"), ([], "1, and a FAQ")]
+
+
+def test_a_typed_answer_over_the_limit_asks_again(spawn: Spawn) -> None:
+    """Judged as a chat's typed answer is (:data:`bridge.judging.MAX_TYPED`), measured on what
+    the person saw: hidden characters do not count towards the limit."""
+    child = spawn()
+    child.expect_exact(SINGLE)
+    child.sendline("x" * (MAX_TYPED + 1))
+    child.expect_exact(
+        f"Your answer is too long: keep it to {MAX_TYPED} characters, or enter a number."
+    )
+    child.expect_exact(SINGLE)
+    child.sendline("2,2")  # the same option twice is one option
+    child.expect_exact(MULTI)
+    child.sendline("y" * MAX_TYPED + "\u200b" * 10)
+    assert answers(child) == [(["Detailed"], None), ([], "y" * MAX_TYPED)]
+
+
+def test_a_typed_line_parses_into_picks_for_judging() -> None:
+    """Numbers from 1 on the screen are option indices from 0, as typed (out of range too, so
+    judging can find them); any other line is typed text, left for judging to keep or refuse."""
+    assert parse("2") == Picks(selected=(1,))
+    assert parse(" 3, +1\u200b ") == Picks(selected=(2, 0))
+    assert parse("-1 0") == Picks(selected=(-2, -1))
+    assert parse("1, and a FAQ") == Picks(text="1, and a FAQ")
+    assert parse("\u200b ") == Picks(text="\u200b ")
 
 
 def test_the_global_callback_beats_the_terminal(spawn: Spawn) -> None:

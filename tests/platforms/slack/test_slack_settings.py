@@ -31,3 +31,24 @@ def test_environment_wins_over_the_dotenv_file(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-from-env")
     assert load_settings().bot() == "xoxb-from-env"
+
+
+def test_one_client_per_token_and_url_read_fresh_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Posters and the receiver share one Web API client while the token and URL stay; a new
+    token (rotated) or URL gets a new one, and a change elsewhere keeps it."""
+    from platforms.slack import SlackPlatform
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-first")
+    platform = SlackPlatform()
+    first = platform.client
+    assert platform.client is first
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "another-secret")
+    assert platform.client is first
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-rotated")
+    rotated = platform.client
+    assert rotated is not first and platform.client is rotated
+    monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:9/api/")
+    assert platform.client is not rotated
