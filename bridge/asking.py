@@ -17,9 +17,10 @@ durable ask, posts it, then:
   ``on_timeout="defer"`` keeps the ask open and defers; ``on_timeout="error"`` closes it as expired,
   shows it so, and tells the model nobody answered (:class:`~bridge.errors.NotAnswered`).
 * A post the platform refuses -> :class:`~bridge.errors.PostFailed`; the ask is closed.
-* The call cancelled anywhere after the ask was created (posting, recording the message, waiting)
-  -> the ask is closed as cancelled and shown so (an answer that beat the cancellation goes to
-  the feed, even one the store had already handed to this call), and the cancellation propagates.
+* The call cancelled anywhere once the ask may exist (creating it, posting, recording the
+  message, waiting) -> the ask is closed as cancelled and shown so (an answer that beat the
+  cancellation goes to the feed, even one the store had already handed to this call), and the
+  cancellation propagates.
 
 Who shows an ask's final state on its message: whoever made the change. The process whose
 ``store.submit`` returned ``ACCEPTED`` (the platform's click handler) shows the answered message;
@@ -412,9 +413,9 @@ class ChatHandler:
             deferred=policy.mode == "defer",
         )
         del questions, context  # held by the record until the wait starts, then by nothing here
-        await self.store.create(record)
-        metrics.created(record)
         ask = _Asking(record.id, record)
+        await self._create(ask, record)
+        metrics.created(record)
         try:
             # one frame from here to the end (a waiting call keeps it for hours)
             ask.message = await self._post(record)
@@ -452,6 +453,19 @@ class ChatHandler:
         if done.status is AskStatus.ANSWERED or done.deferred:
             return self._deferred(done, done.message)
         raise NotAnswered(unanswered_text(done.status is AskStatus.EXPIRED), done)
+
+    async def _create(self, ask: _Asking, record: AskRecord) -> None:
+        """Store the new ask. A cancellation landing meanwhile (Ctrl-C right after the call
+        began) may find the ask already stored, its reply unread: the create is let finish, and
+        what it made is closed as cancelled like any later cancellation, never left pending."""
+        creating = asyncio.ensure_future(self.store.create(record))
+        try:
+            await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            await asyncio.wait([creating])
+            if not creating.cancelled() and creating.exception() is None:
+                await self._cancelled(ask)
+            raise
 
     async def _post(self, record: AskRecord) -> MessageRef:
         """Post the question set; a refusal closes the ask and says so (:class:`PostFailed`)."""

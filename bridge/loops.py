@@ -192,7 +192,8 @@ def _settle(
     if done.done():
         return
     if task.cancelled():
-        done.cancel()
+        # ``done.cancel()`` cannot: the future is running, and the caller would wait forever
+        done.set_exception(concurrent.futures.CancelledError())
         return
     error = task.exception()
     if error is not None:

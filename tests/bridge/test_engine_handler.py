@@ -354,6 +354,40 @@ async def test_cancelled_while_recording_the_message_closes_and_shows_it(
     assert (await store.submit(posted.id, ALICE, ANSWERS)).outcome is SubmitOutcome.CLOSED
 
 
+async def test_cancelled_while_creating_closes_what_the_create_stored(store: Store) -> None:
+    """Ctrl-C right after the call began: the store has the ask but its reply is not read yet.
+    The create is let finish and the ask closed as cancelled, not left pending for the sweeper
+    to expire hours later."""
+    poster = MemoryPoster()
+    handler = ChatHandler(poster, store, DEST, AskPolicy(wait=30))
+    real_create = store.create
+    stored = asyncio.Event()
+    reply = asyncio.Event()
+    made: list[str] = []
+
+    async def slow_reply(record: AskRecord) -> None:
+        await real_create(record)
+        made.append(record.id)
+        stored.set()
+        await reply.wait()  # the reply in flight: the cancellation lands here
+
+    store.create = slow_reply  # type: ignore[method-assign]
+    try:
+        call = asyncio.create_task(handler(QS, {}))
+        await stored.wait()
+        call.cancel()
+        await asyncio.sleep(0.05)
+        assert not call.done()  # it waits for the create rather than leave its ask behind
+        reply.set()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    finally:
+        store.create = real_create  # type: ignore[method-assign]
+    record = await store.get(made[0])
+    assert record is not None and record.status is AskStatus.CANCELLED
+    assert poster.posts == []  # never posted, so nothing to show
+
+
 async def test_errors_tell_how_the_ask_ended(store: Store) -> None:
     """Callers tell "nobody answered" from a failed post by type, with the record it ended as."""
     handler = ChatHandler(MemoryPoster(), store, DEST, AskPolicy(wait=0, on_timeout="error"))

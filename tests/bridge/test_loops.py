@@ -10,8 +10,10 @@ waiters on other loops.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -113,6 +115,21 @@ def test_the_bridge_loop_runs_with_the_callers_context_and_survives_an_interrupt
     with pytest.raises(KeyboardInterrupt):
         loops.run(interrupted())
     assert loops.run(read())[1]  # the same loop still serves: the interrupt reached only us
+
+
+def test_work_cancelled_on_the_bridge_loop_ends_the_sync_wait_at_once() -> None:
+    """A task cancelled by someone else (a shutdown, a Ctrl-C's own cleanup) must end the
+    caller's wait with ``CancelledError``, not leave it waiting for a result that never comes
+    (the caller's future is already running and cannot be cancelled)."""
+
+    async def cancelled_soon() -> None:
+        asyncio.get_running_loop().call_later(0.05, asyncio.current_task().cancel)  # type: ignore[union-attr]
+        await asyncio.sleep(30)
+
+    started = time.monotonic()
+    with pytest.raises(concurrent.futures.CancelledError):
+        loops.run(cancelled_soon())
+    assert time.monotonic() - started < 5
 
 
 def test_a_flag_raised_in_one_thread_wakes_waiters_on_other_loops() -> None:
