@@ -44,8 +44,8 @@ NOT_BOTH = (
     "Choose an option or type your own answer, not both: clear this field to keep your choice."
 )
 ONE_ONLY = "Choose only one option for this question."
-NO_SUCH_OPTION = "That option is not one of this question's options; reopen the question."
-NO_SUCH_QUESTION = "That is not one of the questions asked; reopen the question."
+NO_SUCH_OPTION = "That option is not one of this question's options: choose one of those shown."
+NO_SUCH_QUESTION = "That is not one of the questions asked: answer the questions shown."
 TOO_LONG = "Your answer is too long: keep it under {limit} characters."
 BAD_CONTROL = "That control does not belong to this question; reopen the question."
 NOT_OPENED = "The form could not be opened: click the button again."

@@ -21,7 +21,10 @@ import pytest
 from bridge import ToolRejected, validate_questions
 from bridge.cli.demo import SAMPLE_QUESTIONS
 from bridge.judging import MAX_TYPED, Picks
-from platforms.console import ConsolePlatform, clean, parse, platform
+from bridge.replies import NEED_ANSWER, NO_SUCH_OPTION, ONE_ONLY, TOO_LONG
+from platforms.console import ConsolePlatform, platform
+from platforms.console.markup import clean
+from platforms.console.prompt import parse
 from tests.support.samples import FORMAT, FORMAT_QUESTION, SECTIONS
 
 # The core pair, with a third format and descriptions worth reading at a terminal prompt.
@@ -66,13 +69,29 @@ async def ask_from_a_running_loop():
     await beat
     return content
 
+async def two_at_once():
+    first, second = questions[:1], questions[1:]
+    return await asyncio.gather(tool_ask_user.acall(first), tool_ask_user.acall(second))
+
 try:
+    if mode == "expiring":  # a policy that waits one second, then a second call at the terminal
+        from bridge.asking import AskPolicy
+        from platforms.console import ConsolePlatform
+        set_ask_user_callback(ConsolePlatform(AskPolicy(wait=1, on_timeout="error")).callback)
+        try:
+            tool_ask_user(questions)
+        except ToolRejected as exc:
+            print("REJECTED:" + exc.message)
+        set_ask_user_callback(None)
     if mode == "global":
         set_ask_user_callback(lambda qs, ctx: {qs[0].question: qs[0].options[1].label})
     if mode == "async":
         show(asyncio.run(ask_from_a_running_loop()))
     elif mode == "async-plain":
         show(asyncio.run(tool_ask_user.acall(questions)))
+    elif mode == "two":
+        for content in asyncio.run(two_at_once()):
+            show(content)
     else:
         show(tool_ask_user(questions))
 except ToolRejected as exc:
@@ -151,27 +170,33 @@ def test_result_echoes_the_questions_with_multiselect(spawn: Spawn) -> None:
     assert data["answers"] == [{"question": FORMAT, "selected": ["Summary"], "other_text": None}]
 
 
-def test_out_of_range_number_and_empty_input_ask_again(spawn: Spawn) -> None:
+def asked_again(child: pexpect.spawn, heading: str, problem: str, prompt: str) -> None:
+    """A question whose answer the bridge refused comes back whole, with the bridge's words."""
+    child.expect_exact(heading + "\r\n")
+    child.expect_exact(problem + "\r\n" + prompt)
+
+
+def test_answers_are_judged_as_a_form_and_only_the_refused_questions_asked_again(
+    spawn: Spawn,
+) -> None:
+    """Every question is read, then the set is submitted as a chat's form is and judged by the
+    bridge: each question it refuses is asked again, with the problem in the bridge's words."""
     child = spawn()
     child.expect_exact(SINGLE)
     child.sendline("4")
-    child.expect_exact("There is no option 4: choose from 1 to 3, or type your own answer.")
-    child.expect_exact(SINGLE)
-    child.sendline("0")
-    child.expect_exact("There is no option 0")
-    child.expect_exact(SINGLE)
+    child.expect_exact(MULTI)
     child.sendline("   ")
-    child.expect_exact("Please answer: enter a number, or type your own answer.")
-    child.expect_exact(SINGLE)
-    child.sendline("3")
-    child.expect_exact(MULTI)
+    asked_again(child, "[Format] (1 of 2)", NO_SUCH_OPTION, SINGLE)
+    child.sendline("0")
+    asked_again(child, "[Sections] (2 of 2), choose any", NEED_ANSWER, MULTI)
     child.sendline("1,7")
-    child.expect_exact("There is no option 7")
-    child.expect_exact(MULTI)
+    asked_again(child, "[Format] (1 of 2)", NO_SUCH_OPTION, SINGLE)
+    child.sendline("3")
+    asked_again(child, "[Sections] (2 of 2), choose any", NO_SUCH_OPTION, MULTI)
     child.sendline("")
-    child.expect_exact("Please answer: enter numbers separated by commas, or type your own answer.")
-    child.expect_exact(MULTI)
+    child.expect_exact(NEED_ANSWER + "\r\n" + MULTI)
     child.sendline("2 3")
+    child.expect_exact("Answered by you")
     assert answers(child) == [(["Table"], None), (["Body", "Outro"], None)]
 
 
@@ -183,30 +208,27 @@ def test_a_line_that_shows_nothing_asks_again_and_hidden_characters_are_dropped(
     child = spawn()
     child.expect_exact(SINGLE)
     child.sendline("\u200b \u2060")
-    child.expect_exact("Please answer: enter a number, or type your own answer.")
-    child.expect_exact(SINGLE)
-    child.sendline("2\u200b")
     child.expect_exact(MULTI)
     child.sendline("a F\u200bAQ")
+    asked_again(child, "[Format] (1 of 2)", NEED_ANSWER, SINGLE)
+    child.sendline("2\u200b")
     assert answers(child) == [(["Detailed"], None), ([], "a FAQ")]
 
 
 def test_signed_numbers_are_numbers_not_free_text(spawn: Spawn) -> None:
-    """A sign does not turn a number into the person's own answer: it is read by its value."""
+    """A sign does not turn a number into the person's own answer: it is read by its value, and
+    a value that names no option is refused (free text would have been taken)."""
     child = spawn()
     child.expect_exact(SINGLE)
     child.sendline("-1")
-    child.expect_exact("There is no option -1: choose from 1 to 3, or type your own answer.")
-    child.expect_exact(SINGLE)
-    child.sendline("-0")
-    child.expect_exact("There is no option 0")
-    child.expect_exact(SINGLE)
-    child.sendline("+2")
     child.expect_exact(MULTI)
     child.sendline("1, -3")
-    child.expect_exact("There is no option -3")
-    child.expect_exact(MULTI)
+    asked_again(child, "[Format] (1 of 2)", NO_SUCH_OPTION, SINGLE)
+    child.sendline("-0")
+    asked_again(child, "[Sections] (2 of 2), choose any", NO_SUCH_OPTION, MULTI)
     child.sendline("+1, 3")
+    asked_again(child, "[Format] (1 of 2)", NO_SUCH_OPTION, SINGLE)
+    child.sendline("+2")
     assert answers(child) == [(["Detailed"], None), (["Intro", "Outro"], None)]
 
 
@@ -214,11 +236,10 @@ def test_several_numbers_for_a_single_select_question_ask_again(spawn: Spawn) ->
     child = spawn()
     child.expect_exact(SINGLE)
     child.sendline("1,2")
-    child.expect_exact("This question takes one option: enter a single number.")
-    child.expect_exact(SINGLE)
-    child.sendline("1")
     child.expect_exact(MULTI)
     child.sendline("1")
+    asked_again(child, "[Format] (1 of 2)", ONE_ONLY, SINGLE)
+    child.sendline("1")  # the accepted answer to Sections stands: it is not asked again
     assert answers(child) == [(["Summary"], None), (["Intro"], None)]
 
 
@@ -237,13 +258,10 @@ def test_a_typed_answer_over_the_limit_asks_again(spawn: Spawn) -> None:
     child = spawn()
     child.expect_exact(SINGLE)
     child.sendline("x" * (MAX_TYPED + 1))
-    child.expect_exact(
-        f"Your answer is too long: keep it to {MAX_TYPED} characters, or enter a number."
-    )
-    child.expect_exact(SINGLE)
-    child.sendline("2,2")  # the same option twice is one option
     child.expect_exact(MULTI)
     child.sendline("y" * MAX_TYPED + "\u200b" * 10)
+    asked_again(child, "[Format] (1 of 2)", TOO_LONG.format(limit=MAX_TYPED), SINGLE)
+    child.sendline("2,2")  # the same option twice is one option
     assert answers(child) == [(["Detailed"], None), ([], "y" * MAX_TYPED)]
 
 
@@ -271,9 +289,11 @@ def test_async_call_prompts_off_the_event_loop(spawn: Spawn) -> None:
 
 
 def test_end_of_input_is_a_tool_rejected(spawn: Spawn) -> None:
+    """The ask is closed as cancelled (and shown so) and the call ends with one line."""
     child = spawn()
     child.expect_exact(SINGLE)
     child.sendeof()
+    child.expect_exact("🚫 Cancelled.")
     child.expect_exact(
         "REJECTED:could not get the person's answer: the terminal closed before the person answered"
     )
@@ -281,9 +301,11 @@ def test_end_of_input_is_a_tool_rejected(spawn: Spawn) -> None:
 
 
 def test_ctrl_c_propagates_as_keyboard_interrupt(spawn: Spawn) -> None:
+    """The ask is cancelled by the bridge (closed, shown so) before the interrupt goes on."""
     child = spawn()
     child.expect_exact(SINGLE)
     child.sendintr()
+    child.expect_exact("🚫 Cancelled.")
     child.expect_exact("INTERRUPTED")
     child.expect(pexpect.EOF)
 
@@ -294,11 +316,46 @@ def test_ctrl_c_on_the_async_path_interrupts_at_once(spawn: Spawn) -> None:
     child = spawn("async-plain")
     child.expect_exact(SINGLE)
     child.sendintr()
+    child.expect_exact("🚫 Cancelled.", timeout=5)
     child.expect_exact("INTERRUPTED", timeout=5)
     child.expect(pexpect.EOF, timeout=5)
     assert "Fatal" not in child.before  # the abandoned prompt thread does not wreck the exit
     child.close()
     assert child.exitstatus == 0
+
+
+def test_an_ask_expires_by_its_policy_and_the_next_ask_gets_the_keyboard(spawn: Spawn) -> None:
+    """The wait and expiry are the bridge's: a console waiting one second closes the ask as
+    expired, shows it so and tells the model. The prompt it abandoned was still reading; the
+    next ask's prompt takes that read over, so the line typed next answers it."""
+    child = spawn("expiring", QUESTIONS[:1])
+    child.expect_exact(SINGLE)
+    child.expect_exact("⌛ Expired without an answer.", timeout=10)
+    child.expect_exact("REJECTED:nobody answered within 1 second; the questions are closed.")
+    child.expect_exact("The agent has a question for you.")
+    child.expect_exact(SINGLE)
+    child.sendline("3")
+    assert answers(child) == [(["Table"], None)]
+
+
+def test_concurrent_asks_take_turns_at_the_keyboard(spawn: Spawn) -> None:
+    """Two calls at once in one process: the second is shown only once the first is answered."""
+    child = spawn("two")
+    child.expect_exact("[Format]")
+    child.expect_exact(SINGLE)
+    child.sendline("1")
+    child.expect_exact("Answered by you")
+    assert "[Sections]" not in child.before
+    child.expect_exact("[Sections]")
+    child.expect_exact(MULTI)
+    child.sendline("2")
+    child.expect(r"RESULT:([^\r\n]*)\r\n")
+    first = json.loads(child.match.group(1))
+    second = result(child)
+    assert [a["selected"] for a in (*first["answers"], *second["answers"])] == [
+        ["Summary"],
+        ["Body"],
+    ]
 
 
 def test_model_text_cannot_drive_the_terminal(spawn: Spawn) -> None:
