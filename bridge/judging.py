@@ -2,11 +2,13 @@
 several people agree, and where an ask's outcome goes once it ends.
 
 Every store and the answering layer judge by these functions, so a rule cannot drift between
-them: :class:`~bridge.store.memory.MemoryStore` applies them inside its lock,
-:class:`~bridge.store.redis.RedisStore` before its script runs (the typed text, measured here)
-or as the script's atomic step does (``bridge/store/redis/lua/`` keeps the checks that must run
-inside that step: who may answer, the form's problems, counting agreement -- and the contract
-tests hold it to this module), and :mod:`bridge.answering` words a form's problems for the person.
+them: the store's template methods (:class:`~bridge.store.base.Store`) judge a click, a form and
+who may answer from the ask's terms before any backend's atomic step runs, and hand it the
+verdicts (:mod:`bridge.store.ask_terms`); what depends on the ask's current state (agreement,
+where an outcome goes) :class:`~bridge.store.memory.MemoryStore` applies inside its lock, and the
+Redis store's scripts (``bridge/store/redis/lua/``) decide the same inside their step -- the
+contract tests hold them to this module -- and :mod:`bridge.answering` words a form's problems
+for the person.
 
 Pure: no I/O, no store, no platform; it imports only the models and :mod:`bridge.text` (whose
 :func:`~bridge.text.blank` is the one rule for "empty" typed text), so every layer can use it.
@@ -57,18 +59,15 @@ def typed_text(picks: Picks) -> tuple[str | None, bool]:
     whether it was longer than that. Lone surrogates (a JSON escape in a platform's payload)
     become U+FFFD, so the text can be stored.
 
-    Both stores judge a form by this one function: :func:`form_problems` here, and the
-    networked store before its script runs (``bridge/store/redis/lua/form.lua`` takes the
-    text as this gives it and only tells text from ``null``), so no second rule for "blank"
-    lives in Lua."""
+    Every store judges a form by this one function (through :func:`form_problems` and
+    :func:`form_answers`), so no second rule for "blank" lives anywhere."""
     text = typed(picks.text or "") or ""
     return text[:MAX_TYPED] or None, len(text) > MAX_TYPED
 
 
 def form_problems(questions: QuestionSet, picks: Mapping[int, Picks]) -> dict[int, FormProblem]:
     """What is wrong with a submitted form, by question index; empty when it answers every
-    question completely and nothing else. (``bridge/store/redis/lua/form.lua`` judges the
-    same way.)"""
+    question completely and nothing else."""
     qs = questions.questions
     problems: dict[int, FormProblem] = {}
     for i in picks:
@@ -113,8 +112,7 @@ def one_click(questions: QuestionSet) -> bool:
 def picked_answer(questions: QuestionSet, question: int, option: int) -> Answer | None:
     """The answer a one-click ask's button stands for (option ``option`` of question
     ``question``, from 0), with its label from the stored question set; ``None`` when the ask is
-    not a one-click ask or has no such question or option (``bridge/store/redis/lua/pick.lua``
-    judges the same way)."""
+    not a one-click ask or has no such question or option."""
     qs = questions.questions
     if not one_click(questions) or not 0 <= question < len(qs):
         return None
@@ -131,8 +129,8 @@ def may_answer(answerers: Collection[str], key: str, authorising: Iterable[str])
     """Whether a person may answer an ask naming ``answerers`` (none: anyone may): named by
     their key (:attr:`~bridge.record.Responder.key`) or by one of their authorising ids (their
     groups, their ids on other platforms: :attr:`~bridge.record.Responder.authorising`).
-    (``allowed`` in ``bridge/store/redis/lua/lib/core.lua`` decides the same inside every script's
-    atomic step.)"""
+    The one place this is decided: every store's submission is judged by it before its atomic
+    step (:func:`bridge.store.ask_terms.judge`)."""
     if not answerers:
         return True
     allowed = set(answerers)
@@ -181,25 +179,31 @@ class Recheck:
     """Submission keys whose people no longer may answer: withdrawn, then the rest counted."""
 
 
-def recheck(
-    answerers: Collection[str],
-    others: Sequence[str],
-    required: int,
-    verified: Mapping[str, Sequence[str]] | None,
-) -> Recheck:
+def verdicts(
+    answerers: Collection[str], verified: Mapping[str, Sequence[str]] | None
+) -> dict[str, bool] | None:
+    """Whether each re-checked person still may answer: ``verified`` maps submission keys to
+    their people's authorising ids as they are now (:meth:`Store.submit
+    <bridge.store.base.Store.submit>`); ``None`` when the caller cannot re-check."""
+    if verified is None:
+        return None
+    return {key: may_answer(answerers, key, ids) for key, ids in verified.items()}
+
+
+def recheck(others: Sequence[str], required: int, checked: Mapping[str, bool] | None) -> Recheck:
     """Authority at the moment it counts: a submission agreeing with ``others`` (the other
     people, by key, whose current submission is the same untyped answers) that would make
-    ``required`` agree needs each of them re-checked in ``verified`` (their authorising ids as
-    they are now; ``None``: the caller cannot re-check, so submissions count as made). Names
-    the ones still to re-check, else the ones to withdraw (see :meth:`Store.submit
-    <bridge.store.base.Store.submit>`)."""
-    if verified is None or len(others) + 1 < required:
+    ``required`` agree needs each of them re-checked in ``checked`` (:func:`verdicts`; ``None``:
+    the caller cannot re-check, so submissions count as made). Names the ones still to
+    re-check, else the ones to withdraw (see :meth:`Store.submit
+    <bridge.store.base.Store.submit>`; ``record_submission`` in
+    ``bridge/store/redis/lua/lib/submission.lua`` applies the same verdicts)."""
+    if checked is None or len(others) + 1 < required:
         return Recheck()
-    unverified = tuple(sorted(k for k in others if k not in verified))
+    unverified = tuple(sorted(k for k in others if k not in checked))
     if unverified:
         return Recheck(unverified=unverified)
-    lapsed = tuple(k for k in others if not may_answer(answerers, k, verified[k]))
-    return Recheck(withdrawn=lapsed)
+    return Recheck(withdrawn=tuple(k for k in others if not checked[k]))
 
 
 def repeats_answer(accepted: str | None, chosen: str, by_me: bool, mine: str | None) -> bool:

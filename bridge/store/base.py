@@ -19,10 +19,11 @@ from typing import Any
 from bridge.judging import MAX_TYPED as MAX_TYPED
 from bridge.judging import FormProblem as FormProblem
 from bridge.judging import Picks as Picks
-from bridge.judging import form_answers, may_answer, picked_answer
+from bridge.judging import form_answers, picked_answer
 from bridge.judging import form_problems as form_problems
 from bridge.models import Answer
 from bridge.record import AskRecord, AskStatus, MessageRef, Responder
+from bridge.store.ask_terms import AskTerms, Judged, TermsCache, judge
 from bridge.store.terms import CREATION_FIELDS as CREATION_FIELDS
 from bridge.store.terms import DEFAULT_CLAIM_IDLE as DEFAULT_CLAIM_IDLE
 from bridge.store.terms import DEFAULT_ENDED_IDLE as DEFAULT_ENDED_IDLE
@@ -61,8 +62,10 @@ class Store(ABC):
 
     The semantics every backend shares live here, as template methods (the pattern of saq's
     ``Queue``): the settings, filling in a submission's defaults (:class:`Submitting`), judging
-    a click or form by :mod:`bridge.judging` before it is submitted. A backend implements the
-    steps that must be atomic, each one step of its own (under a lock, in one script).
+    a click or form by :mod:`bridge.judging` before it is submitted, from the ask's terms
+    (:mod:`bridge.store.ask_terms`: read once per ask and kept). A backend implements the steps
+    that must be atomic, each one step of its own (under a lock, in one script), and
+    :meth:`_terms`.
     """
 
     def __init__(
@@ -96,8 +99,9 @@ class Store(ABC):
         self.ended_idle = ended_idle
         """Seconds a delivery of the ended asks (:meth:`ended`) may sit unacknowledged (and
         unkept) at one consumer before another takes it over."""
+        self._terms_cache = TermsCache()
+        """The terms of the asks this process judged last (:meth:`_terms_of`)."""
 
-    @abstractmethod
     async def create(self, record: AskRecord) -> None:
         """Persist a new pending ask (and its ``created`` event), indexed for the sweeper.
 
@@ -105,6 +109,43 @@ class Store(ABC):
         first attempt ran but its reply was lost) succeeds and changes nothing. Raises
         :class:`DuplicateAsk` only if the ask stored under that id differs (within its retention).
         """
+        self._terms_cache.forget(record.id)  # an id past its retention, made anew: new terms
+        await self._create(record)
+
+    @abstractmethod
+    async def _create(self, record: AskRecord) -> None:
+        """:meth:`create`: the backend's one atomic step."""
+
+    @abstractmethod
+    async def _terms(self, ask_id: str) -> AskTerms | None:
+        """The ask's terms as stored (one read); ``None`` if unknown or past retention."""
+
+    async def _terms_of(self, ask_id: str) -> AskTerms | None:
+        """The ask's terms, read from the backend only the first time this process judges the
+        ask (while it stays among the :data:`~bridge.store.ask_terms.TERMS_CACHED` latest): they
+        never change after :meth:`create`. An unknown ask is not kept."""
+        terms = self._terms_cache.get(ask_id)
+        if terms is None:
+            terms = await self._terms(ask_id)
+            if terms is not None:
+                self._terms_cache.put(ask_id, terms)
+        return terms
+
+    async def _unsubmitted(
+        self,
+        ask_id: str,
+        outcome: SubmitOutcome,
+        problems: Mapping[int, FormProblem] | None = None,
+    ) -> SubmitResult:
+        """A verdict the terms decided before anything was submitted (``INVALID``, ``GROUPS``),
+        with the record as it stands (read now: these are rare, and record nothing); a form's
+        ``problems`` make it ``INVALID`` instead while the ask is pending."""
+        record = await self.get(ask_id)
+        if record is None:
+            return SubmitResult(SubmitOutcome.NOT_FOUND, None)
+        if problems and record.status is AskStatus.PENDING:
+            return SubmitResult(SubmitOutcome.INVALID, record, problems)
+        return SubmitResult(outcome, record)
 
     @abstractmethod
     async def get(self, ask_id: str) -> AskRecord | None:
@@ -181,12 +222,20 @@ class Store(ABC):
         removed from the answering group after submitting no longer approves. ``None``: the
         caller cannot re-check; submissions count as they were made.
         """
-        return await self._submit(ask_id, Submitting.of(who, now, attempt, verified), answers)
+        by = Submitting.of(who, now, attempt, verified)
+        terms = await self._terms_of(ask_id)
+        if terms is None:
+            return SubmitResult(SubmitOutcome.NOT_FOUND, None)
+        return await self._submit(ask_id, by, answers, judge(terms, by))
 
     @abstractmethod
-    async def _submit(self, ask_id: str, by: Submitting, answers: Sequence[Answer]) -> SubmitResult:
-        """:meth:`submit` with its defaults filled in: the backend's one atomic step, judging by
-        :mod:`bridge.judging` (who may answer, agreement, where the outcome goes)."""
+    async def _submit(
+        self, ask_id: str, by: Submitting, answers: Sequence[Answer], judged: Judged
+    ) -> SubmitResult:
+        """:meth:`submit` with its defaults filled in and its terms judged: the backend's one
+        atomic step, which applies ``judged`` to the ask as it stands (expiry, status, a form's
+        problems while pending, agreement and re-checks by :mod:`bridge.judging`, where the
+        outcome goes). ``INVALID`` carries ``judged.problems``."""
 
     async def pick(
         self,
@@ -202,7 +251,8 @@ class Store(ABC):
     ) -> SubmitResult:
         """A one-click answer: option ``option`` of question ``question`` (from 0), built from the
         stored question set and submitted as :meth:`submit` would, in one step -- a click costs
-        one round trip to a networked store, not a read and then a submission.
+        one round trip to a networked store (and one read of the ask's terms the first time this
+        process sees the ask: :meth:`_terms_of`).
 
         ``INVALID`` (with the record) when the ask is not a one-click ask (one single-select
         question) or has no such question or option. ``groups_unknown``: the caller can look up
@@ -210,21 +260,16 @@ class Store(ABC):
         the record, whose ``answerers`` to look up) and should pick again with their groups.
         Neither records anything."""
         by = Submitting.of(who, now, attempt, verified, groups_unknown)
-        return await self._pick(ask_id, by, question, option)
-
-    async def _pick(self, ask_id: str, by: Submitting, question: int, option: int) -> SubmitResult:
-        """:meth:`pick` with its defaults filled in. This default reads, then submits (two
-        steps, which a store in this process can afford); a networked store does both in one
-        atomic step, judging as :func:`~bridge.judging.picked_answer` does."""
-        record = await self.get(ask_id)
-        if record is None:
+        terms = await self._terms_of(ask_id)
+        if terms is None:
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
-        answer = picked_answer(record.questions, question, option)
+        answer = picked_answer(terms.questions, question, option)
         if answer is None:
-            return SubmitResult(SubmitOutcome.INVALID, record)
-        if by.groups_unknown and not may_answer(record.answerers, by.who.key, by.who.authorising):
-            return SubmitResult(SubmitOutcome.GROUPS, record)
-        return await self._submit(ask_id, by, [answer])
+            return await self._unsubmitted(ask_id, SubmitOutcome.INVALID)
+        judged = judge(terms, by)
+        if by.groups_unknown and not judged.may:
+            return await self._unsubmitted(ask_id, SubmitOutcome.GROUPS)
+        return await self._submit(ask_id, by, [answer], judged)
 
     async def submit_form(
         self,
@@ -240,30 +285,20 @@ class Store(ABC):
         """A submitted form: ``picks`` by question index, judged against the stored question set
         (:func:`form_problems`), its answers built from it (:func:`form_answers`) and submitted
         as :meth:`submit` would, in one step -- a form costs one round trip to a networked
-        store, like a click (:meth:`pick`).
+        store, like a click (:meth:`pick`). The typed text is judged as
+        :func:`~bridge.judging.typed_text` says.
 
         ``INVALID`` (with the record and :attr:`SubmitResult.problems`) when a *pending* ask's
         form has problems; an ended ask is judged by :meth:`submit` whatever the form says (it
         knows a repeat). ``groups_unknown`` as for :meth:`pick`. Neither records anything."""
         by = Submitting.of(who, now, attempt, verified, groups_unknown)
-        return await self._submit_form(ask_id, by, picks)
-
-    async def _submit_form(
-        self, ask_id: str, by: Submitting, picks: Mapping[int, Picks]
-    ) -> SubmitResult:
-        """:meth:`submit_form` with its defaults filled in. This default reads, then submits (as
-        :meth:`_pick`); a networked store does both in one atomic step, measuring the typed text
-        first (:func:`~bridge.judging.typed_text`)."""
-        record = await self.get(ask_id)
-        if record is None:
+        terms = await self._terms_of(ask_id)
+        if terms is None:
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
-        if record.status is AskStatus.PENDING:
-            problems = form_problems(record.questions, picks)
-            if problems:
-                return SubmitResult(SubmitOutcome.INVALID, record, problems)
-        if by.groups_unknown and not may_answer(record.answerers, by.who.key, by.who.authorising):
-            return SubmitResult(SubmitOutcome.GROUPS, record)
-        return await self._submit(ask_id, by, form_answers(record.questions, picks))
+        judged = judge(terms, by, form_problems(terms.questions, picks))
+        if by.groups_unknown and not judged.may:
+            return await self._unsubmitted(ask_id, SubmitOutcome.GROUPS, judged.problems)
+        return await self._submit(ask_id, by, form_answers(terms.questions, picks), judged)
 
     @abstractmethod
     async def close(

@@ -180,7 +180,9 @@ class Fields:
     EXPIRES = "exp"
     """``expires_at`` as a number, read by Lua to expire an ask (sweep, or a late submit)."""
     ANSWERERS = "answerers"
-    """JSON list of user and group ids allowed to answer, read by Lua; absent: anyone."""
+    """JSON list of user and group ids allowed to answer; absent: anyone. Today's store judges
+    who may answer from the ``body`` (:mod:`bridge.store.ask_terms`); this field is still
+    written for the scripts of earlier versions, which a replica not yet upgraded runs."""
     DEFERRED = "deferred"
     """``"1"`` when the outcome goes to the feed, not a waiting call; else absent (or ``"0"``)."""
     MESSAGE = "message"

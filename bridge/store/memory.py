@@ -6,9 +6,10 @@ behaves the same on Redis. Each operation runs under one lock with no ``await`` 
 what makes it atomic (the Lua script's job in Redis); waiters on any event loop are woken safely.
 
 It holds only its storage and those atomic steps: what a submission is (its defaults) and how a
-click or form is judged before it is submitted are the base class's template methods
-(:class:`~bridge.store.base.Store`), and the rules each step decides by -- who may answer, when
-several people agree, where an outcome goes -- are :mod:`bridge.judging`'s.
+click or form is judged from the ask's terms before it is submitted (who may answer, the form's
+problems, the answers) are the base class's template methods (:class:`~bridge.store.base.Store`),
+and the rules each step decides by -- when several people agree, where an outcome goes -- are
+:mod:`bridge.judging`'s.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from bridge.judging import (
     agreed,
     agreeing,
     agreement_key,
-    may_answer,
     recheck,
     repeats_answer,
     withdrawn_key,
 )
 from bridge.models import Answer, holds_typed
 from bridge.record import AskRecord, AskStatus, MessageRef, Submission
+from bridge.store.ask_terms import AskTerms, Judged
 from bridge.store.memory_state import AskState, MemoryState
 from bridge.store.terms import (
     NO_LONGER_ALLOWED,
@@ -55,7 +56,7 @@ class MemoryStore(MemoryState):
 
     # -- the contract --------------------------------------------------------------------------
 
-    async def create(self, record: AskRecord) -> None:
+    async def _create(self, record: AskRecord) -> None:
         created = creation_text(record)
         with self._lock:
             existing = self._live(record.id)
@@ -88,6 +89,10 @@ class MemoryStore(MemoryState):
             entry = self._live(ask_id)
             return entry.record if entry else None
 
+    async def _terms(self, ask_id: str) -> AskTerms | None:
+        record = await self.get(ask_id)
+        return AskTerms.of(record) if record is not None else None
+
     async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
         with self._lock:
             entry = self._live(ask_id)
@@ -113,7 +118,9 @@ class MemoryStore(MemoryState):
                 self._take(entry)
             return entry.record
 
-    async def _submit(self, ask_id: str, by: Submitting, answers: Sequence[Answer]) -> SubmitResult:
+    async def _submit(
+        self, ask_id: str, by: Submitting, answers: Sequence[Answer], judged: Judged
+    ) -> SubmitResult:
         who, now, attempt = by.who, by.now, by.attempt
         dumped, chosen = dump_answers(answers)
         detail: dict[str, Any] = {"name": who.name, "answers": dumped}
@@ -122,12 +129,14 @@ class MemoryStore(MemoryState):
             if entry is None:
                 return SubmitResult(SubmitOutcome.NOT_FOUND, None)
             rec = entry.record
+            if judged.problems and rec.status is AskStatus.PENDING:
+                return SubmitResult(SubmitOutcome.INVALID, rec, judged.problems)
             if rec.status is AskStatus.PENDING and rec.expires_at <= now:
                 self._expire(entry, now)  # as a sweep would have (lua/lib/submission.lua)
-                kind = "late" if may_answer(rec.answerers, who.key, who.authorising) else "refused"
+                kind = "late" if judged.may else "refused"
                 self._event(entry, kind, who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.CLOSED, entry.record)
-            if not may_answer(rec.answerers, who.key, who.authorising):
+            if not judged.may:
                 self._event(entry, "refused", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
             if rec.status is AskStatus.ANSWERED:
@@ -144,7 +153,7 @@ class MemoryStore(MemoryState):
                 self._event(entry, "late", who.user_id, now, **detail)
                 return SubmitResult(SubmitOutcome.CLOSED, rec)
             if rec.required > 1:
-                pending = self._record_submission(entry, by, answers, chosen, detail)
+                pending = self._record_submission(entry, by, judged, answers, chosen, detail)
                 if pending is not None:
                     return pending
                 detail["agreed"] = agreeing(entry.agreement(), chosen)
@@ -161,6 +170,7 @@ class MemoryStore(MemoryState):
         self,
         entry: AskState,
         by: Submitting,
+        judged: Judged,
         answers: Sequence[Answer],
         chosen: str,
         detail: dict[str, Any],
@@ -168,8 +178,9 @@ class MemoryStore(MemoryState):
         """An ask needing several people: record the person's submission (replacing theirs).
         The verdict while the ask stays pending, or ``None`` when this submission makes
         ``required`` equal untyped ones (``record_submission`` in
-        ``bridge/store/redis/lua/lib/submission.lua``): re-checking, as ``verified`` allows, the
-        authority of the others it would count (:meth:`Store.submit`)."""
+        ``bridge/store/redis/lua/lib/submission.lua``): re-checking, by the verdicts on
+        ``verified`` (:attr:`Judged.others`), the authority of the others it would count
+        (:meth:`Store.submit`)."""
         rec, who = entry.record, by.who
         typed = holds_typed(answers)
         key = agreement_key(chosen, typed)
@@ -179,7 +190,7 @@ class MemoryStore(MemoryState):
             return SubmitResult(SubmitOutcome.RECORDED if same else SubmitOutcome.REPEATED, rec)
         if not typed:
             others = [k for k in agreeing(entry.agreement(), chosen) if k != who.key]
-            check = recheck(rec.answerers, others, rec.required, by.verified)
+            check = recheck(others, rec.required, judged.others)
             if check.unverified:
                 return SubmitResult(SubmitOutcome.VERIFY, rec, verify=check.unverified)
             for other in check.withdrawn:

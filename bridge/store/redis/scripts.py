@@ -4,10 +4,10 @@ Every change to one ask is one script call over that ask's keys (:mod:`bridge.st
 operation has its own script, ``lua/<op>.lua``, built as ``lua/lib/header.lua`` (the KEYS and the
 six ARGV every op takes, as named locals), ``lua/lib/core.lua``, the shared parts it needs
 (``lua/lib/``: an op that indexes the ask for the sweeper takes ``indexed.lua``, which names the
-three ARGV of :class:`Due` next, and the ops that submit take ``submission.lua``, which names the
-ARGV of :class:`Submission` after those) and its own file, which starts by naming the rest of its
-ARGV. Here each op is a :class:`Call` subclass whose fields are those names in that order, so the
-Python side builds KEYS and ARGV as the script reads them;
+three ARGV of :class:`Due` next, and the op that submits takes ``submission.lua``, which names
+the ARGV of :class:`Submission` after those) and its own file, which starts by naming the rest of
+its ARGV. Here each op is a :class:`Call` subclass whose fields are those names in that order, so
+the Python side builds KEYS and ARGV as the script reads them;
 ``tests/bridge/store/test_scripts.py`` parses every header and checks that the two agree, name
 for name and position for position.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from importlib.resources import files
 from typing import Any, ClassVar, NamedTuple, TypeVar
@@ -181,17 +181,20 @@ class Event(Call):
 
 @dataclass(frozen=True)
 class Submission(Call):
-    """What submit, pick and form take first, named by ``lua/lib/submission.lua``: who submits
-    (one submission per :attr:`~bridge.record.Responder.key`), and under which attempt."""
+    """What a submission takes first, named by ``lua/lib/submission.lua``: who submits (one
+    submission per :attr:`~bridge.record.Responder.key`), under which attempt, and what the
+    ask's terms said of them (:class:`~bridge.store.ask_terms.Judged`)."""
 
     LIBS = ("submission",)
     INDEXED = True
     key: str
-    authorising: str
+    may: str
+    """``'1'``: the submitter may answer."""
     responder: str
     user: str
     attempt: str
-    verified: str
+    rechecked: str
+    """:func:`rechecked_arg`."""
 
 
 @_op
@@ -201,25 +204,8 @@ class Submit(Submission):
     answers: str
     detail: str
     typed: str
-
-
-@_op
-@dataclass(frozen=True)
-class Pick(Submission):
-    OP = "pick"
-    name: str
-    groups_unknown: str
-    question: int
-    option: int
-
-
-@_op
-@dataclass(frozen=True)
-class Form(Submission):
-    OP = "form"
-    name: str
-    groups_unknown: str
-    form: str
+    invalid: str
+    """``'1'``: a form with problems, refused while the ask is pending."""
 
 
 @_op
@@ -374,9 +360,10 @@ def posted(message: MessageRef) -> tuple[str, str]:
     return text, f'{{"message":{text}}}'
 
 
-def verified_arg(verified: Mapping[str, Sequence[str]] | None) -> str:
-    """``verified`` as the scripts take it: ``''`` when the caller cannot re-check anyone's
-    authority, else a JSON object of each key's authorising ids (``{}``: nobody checked yet)."""
-    if verified is None:
+def rechecked_arg(others: Mapping[str, bool] | None) -> str:
+    """The verdicts on re-checked people (:attr:`~bridge.store.ask_terms.Judged.others`) as
+    ``lua/lib/submission.lua`` takes them: ``''`` when the caller cannot re-check anyone's
+    authority, else a JSON object of each key's verdict (``{}``: nobody checked yet)."""
+    if others is None:
         return ""
-    return json.dumps({key: list(ids) for key, ids in verified.items()}, ensure_ascii=False)
+    return json.dumps(dict(others), ensure_ascii=False)

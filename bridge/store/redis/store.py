@@ -9,17 +9,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from bridge.followups import next_step
-from bridge.judging import FormProblem, Picks, typed_text
 from bridge.models import Answer, holds_typed
 from bridge.record import AskRecord, AskStatus, MessageRef
+from bridge.store.ask_terms import AskTerms, Judged
+from bridge.store.base import Store
 from bridge.store.keys import Fields, pending_member
 from bridge.store.redis import codec
 from bridge.store.redis.connected import INDEX_TTL
-from bridge.store.redis.faults import REDIS_ERRORS, guarded, reraise
+from bridge.store.redis.faults import REDIS_ERRORS, gave_up, guarded, reraise
 from bridge.store.redis.listing import Listing
 from bridge.store.redis.scripts import (
     Close,
@@ -27,14 +28,12 @@ from bridge.store.redis.scripts import (
     Create,
     Defer,
     Event,
-    Form,
     Message,
-    Pick,
     Release,
     Submit,
     Take,
     posted,
-    verified_arg,
+    rechecked_arg,
 )
 from bridge.store.redis.streams import Streams
 from bridge.store.redis.sweeping import Sweeping
@@ -48,6 +47,7 @@ from bridge.store.terms import (
     check_event_kind,
     creation_text,
     dump_answers,
+    give_up_at,
 )
 
 _OUTCOMES = {
@@ -58,17 +58,19 @@ _OUTCOMES = {
     "closed": SubmitOutcome.CLOSED,
     "expired": SubmitOutcome.CLOSED,  # this submission found it past expires_at and expired it
     "not_allowed": SubmitOutcome.NOT_ALLOWED,
-    "invalid": SubmitOutcome.INVALID,
-    "groups": SubmitOutcome.GROUPS,
+    "invalid": SubmitOutcome.INVALID,  # a form with problems, the ask pending
     "verify": SubmitOutcome.VERIFY,
 }
+
+
+_READING = "a read of the ask before its submission"
 
 
 class RedisStore(Listing, Sweeping, Timers, Streams):
     """The shared store. Build with :meth:`from_url` (or pass clients for tests/embedding)."""
 
     @guarded("create")
-    async def create(self, record: AskRecord) -> None:
+    async def _create(self, record: AskRecord) -> None:
         await self._init()
         member = pending_member(record.destination.platform, record.id)
         detail = json.dumps(
@@ -115,6 +117,23 @@ class RedisStore(Listing, Sweeping, Timers, Streams):
         await self._init()
         raw = await self._r.hgetall(self.keys.rec(ask_id))
         return codec.record(raw) if raw else None
+
+    async def _terms(self, ask_id: str) -> AskTerms | None:
+        """One field read (the body holds every field fixed at creation: :mod:`.codec`), within
+        the caller's deadline (:func:`~bridge.store.terms.giving_up_after`). It comes before
+        the submission's script, so when it fails nothing was saved, nor will be."""
+        await self._init()
+        deadline = asyncio.timeout_at(give_up_at())
+        try:
+            async with deadline:
+                body = await self._r.hget(self.keys.rec(ask_id), Fields.BODY)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise gave_up(_READING, maybe_saved=False) from None
+        except REDIS_ERRORS as exc:
+            reraise(_READING, exc, maybe_saved=False)
+        return AskTerms.parsed(body) if body else None
 
     @guarded("set_message")
     async def set_message(self, ask_id: str, message: MessageRef) -> AskRecord | None:
@@ -169,36 +188,44 @@ class RedisStore(Listing, Sweeping, Timers, Streams):
         if reply[0] == "ok" and reply[1] == "1":
             await self._r.zrem(self.keys.due, ask_id)
 
-    @guarded("submit")
-    async def _submit(self, ask_id: str, by: Submitting, answers: Sequence[Answer]) -> SubmitResult:
-        """One script (``submit.lua``) records the answers the caller built."""
+    # Each way of answering names itself in its errors, the read of its ask's terms included.
+    submit = guarded("submit")(Store.submit)
+    pick = guarded("pick")(Store.pick)
+    submit_form = guarded("submit_form")(Store.submit_form)
+
+    async def _submit(
+        self, ask_id: str, by: Submitting, answers: Sequence[Answer], judged: Judged
+    ) -> SubmitResult:
+        """One script (``submit.lua``) records the answers the caller built. Indexed with the
+        script, sent with the verdict: should this process die right after the script accepts, a
+        sweeper still visits the ask soon and finishes the hand-off (XX: only indexed asks)."""
         await self._init()
         dumped, chosen = dump_answers(answers)
         submit = Submit(
-            *_submission(by),
+            key=by.who.key,  # one submission per person (bridge.identities), else per user
+            may="1" if judged.may else "0",
+            responder=by.who.model_dump_json(),
+            user=json.dumps(by.who.user_id),
+            attempt=by.attempt,  # in the script's arguments: redis-py's re-send carries it
+            rechecked=rechecked_arg(judged.others),
             answers=chosen,
-            detail=json.dumps({"name": by.who.name, "answers": dumped}, ensure_ascii=False),
+            detail=_detail(by.who.name, dumped),
             typed="1" if holds_typed(answers) else "0",
+            invalid="1" if judged.problems else "0",
         )
-        return await self._submitted(ask_id, submit, by.now)
+        mark = by.now + self.lease_ttl
+        reply = await self._index_and_run(ask_id, submit, mark, now=by.now, xx=True)
+        return await self._judged(ask_id, reply, judged)
 
-    async def _submitted(self, ask_id: str, call: Submit | Pick | Form, now: float) -> SubmitResult:
-        """Run a submission's script, and its verdict (:meth:`_judged`). Indexed with the script,
-        sent with the verdict: should this process die right after the script accepts, a sweeper
-        still visits the ask soon and finishes the hand-off (XX: only indexed asks)."""
-        mark = now + self.lease_ttl
-        reply = await self._index_and_run(ask_id, call, mark, now=now, xx=True)
-        return await self._judged(ask_id, reply)
-
-    async def _judged(self, ask_id: str, reply: list[Any]) -> SubmitResult:
-        """A submission's verdict, after finishing what the script left to this process; its
-        record is built only if the caller reads it (see :class:`SubmitResult`)."""
+    async def _judged(self, ask_id: str, reply: list[Any], judged: Judged) -> SubmitResult:
+        """A submission's verdict (an ``INVALID`` form's with the problems ``judged`` found),
+        after finishing what the script left to this process; its record is built only if the
+        caller reads it (see :class:`SubmitResult`)."""
         if reply[0] == "missing":
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
         raw = codec.pairs(reply[1])
-        found = reply[2] if reply[0] == "invalid" and len(reply) > 2 else []  # a form's problems
-        problems = {int(found[i]): FormProblem(found[i + 1]) for i in range(0, len(found), 2)}
         verify = tuple(json.loads(reply[2])) if reply[0] == "verify" else ()
+        problems = judged.problems if reply[0] == "invalid" else None
         result = SubmitResult(
             _OUTCOMES[reply[0]], None, problems, build=lambda: codec.record(raw), verify=verify
         )
@@ -209,24 +236,6 @@ class RedisStore(Listing, Sweeping, Timers, Streams):
                 await self._unpend(record)
             await self._ended(ask_id, raw)
         return result
-
-    @guarded("pick")
-    async def _pick(self, ask_id: str, by: Submitting, question: int, option: int) -> SubmitResult:
-        """One script (``pick.lua``) builds the answer from the stored question set."""
-        await self._init()
-        pick = Pick(*_submission(by), *_clicking(by), question=question, option=option)
-        return await self._submitted(ask_id, pick, by.now)
-
-    @guarded("submit_form")
-    async def _submit_form(
-        self, ask_id: str, by: Submitting, picks: Mapping[int, Picks]
-    ) -> SubmitResult:
-        """One script (``form.lua``) judges the form and builds the answers from the stored
-        question set; the typed text is judged and measured here (:func:`typed_text`)."""
-        await self._init()
-        judged = [[i, list(p.selected), *typed_text(p)] for i, p in picks.items()]
-        form = Form(*_submission(by), *_clicking(by), form=json.dumps(judged, ensure_ascii=False))
-        return await self._submitted(ask_id, form, by.now)
 
     @guarded("close")
     async def close(
@@ -334,21 +343,10 @@ class RedisStore(Listing, Sweeping, Timers, Streams):
             reraise("wait", exc)
 
 
-def _submission(by: Submitting) -> tuple[str, str, str, str, str, str]:
-    """The arguments every submission's script takes first (:class:`~.scripts.Submission`, in
-    its order)."""
-    return (
-        by.who.key,  # one submission per person (bridge.identities), else per user
-        json.dumps(list(by.who.authorising)),
-        by.who.model_dump_json(),
-        json.dumps(by.who.user_id),
-        by.attempt,  # in the script's arguments: redis-py's re-send carries the same one
-        verified_arg(by.verified),
-    )
-
-
-def _clicking(by: Submitting) -> tuple[str, str]:
-    """What a click's and a form's script take next (:class:`~.scripts.Pick`,
-    :class:`~.scripts.Form`): the person's name, and whether the caller can look up their
-    groups."""
-    return json.dumps(by.who.name, ensure_ascii=False), "1" if by.groups_unknown else "0"
+def _detail(name: str | None, dumped: list[dict[str, Any]]) -> str:
+    """A submission's audit-trail detail (the answers without their questions,
+    :func:`~bridge.store.terms.dump_answers`) as compact JSON, each answer's keys sorted: the
+    bytes the scripts that built it wrote before (and ``lib/submission.lua`` splices it into the
+    stored submission)."""
+    answers = json.dumps(dumped, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return f'{{"name":{json.dumps(name, ensure_ascii=False)},"answers":{answers}}}'

@@ -1,10 +1,12 @@
 """The rules in :mod:`bridge.judging` and every backend agree: a form's problems and answers, a
 one-click answer, and who may answer, over generated question sets, forms and people.
 
-The Redis store's scripts (``bridge/store/redis/lua/``) judge forms, clicks and answerers inside
-their atomic step, and the memory store judges them by :mod:`bridge.judging`; this suite holds
-both to that one module, so a rule changed in one place and not the other fails here (the
-contract suite's examples are fixed cases; these are drawn).
+Every store judges forms, clicks and answerers by :mod:`bridge.judging` in its template methods,
+from the ask's terms its backend stores, and its backend's atomic step applies the verdicts to
+the ask as it stands (the Redis store's scripts, ``bridge/store/redis/lua/``, receive the answers
+built and who may answer decided); this suite holds each backend's outcome, terms read back and
+records written, to that one module, so terms stored or verdicts applied differently fail here
+(the contract suite's examples are fixed cases; these are drawn).
 """
 
 from __future__ import annotations

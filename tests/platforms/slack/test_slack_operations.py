@@ -325,7 +325,7 @@ async def test_sigterm_finishes_a_click_in_flight_and_leaves_pending_asks_alone(
     verdict is stored and acknowledged, the process exits within 10 s, other asks stay pending."""
     prefix = f"st{uuid.uuid4().hex[:6]}"
     store = RedisStore.from_url(redis_srv.url, prefix=prefix)
-    async with SlowReply(redis_srv.port, b"$4\r\npick\r\n", 1.0) as slow:
+    async with SlowReply(redis_srv.port, b"$6\r\nsubmit\r\n", 1.0) as slow:
         env = cli_env(
             SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET,
             SLACK_API_URL=fake.url, REDIS_URL=slow.url, ASK_BRIDGE_KEY_PREFIX=prefix,

@@ -325,26 +325,6 @@ local function expire_if_due(exp)
   return true, finish('expired', true)
 end
 
-local function allowed(user_id, groups_json)
-  local answerers = cjson.decode(redis.call('HGET', rec, 'answerers') or '[]')
-  if #answerers == 0 then
-    return true
-  end
-  local set = {}
-  for _, a in ipairs(answerers) do
-    set[a] = true
-  end
-  if set[user_id] then
-    return true
-  end
-  for _, g in ipairs(cjson.decode(groups_json)) do
-    if set[g] then
-      return true
-    end
-  end
-  return false
-end
-
 -- The waiting call claims the outcome: a 'waiter' hand-off (or one it took already: a retry)
 -- becomes 'taken', and the lease lives on until the call confirms (or its process dies).
 local function take(lease_ms)

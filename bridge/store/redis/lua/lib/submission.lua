@@ -1,13 +1,14 @@
--- Recording a complete answer (submit, pick, form): who agrees on an ask that needs several
--- people, and the one step that accepts an answer (after lib/indexed.lua). Each of the three
--- takes who submits and under which attempt first among its own ARGV
--- (bridge.store.redis.scripts.Submission), then what it submits.
+-- Recording a complete answer (submit.lua): who agrees on an ask that needs several people, and
+-- the one step that accepts an answer (after lib/indexed.lua). It takes who submits, under which
+-- attempt and what the ask's terms said of them first among its own ARGV
+-- (bridge.store.redis.scripts.Submission), then what it submits. Who may answer is judged before
+-- this script, by bridge.judging from the ask's terms (bridge.store.ask_terms.judge).
 local key = ARGV[10] -- the submission's key: a user id, or a linked person's (bridge.identities)
-local authorising = ARGV[11] -- JSON: groups, and the person's ids besides the key
+local may = ARGV[11] -- '1': the submitter may answer, '0': refused
 local responder = ARGV[12] -- JSON
 local user = ARGV[13] -- JSON: the user id
 local attempt = ARGV[14] -- a token per call
-local verified = ARGV[15] -- '' or a JSON object: see record_submission
+local rechecked = ARGV[15] -- '' or a JSON object: see record_submission
 
 -- The user ids whose untyped submission is exactly `answers` (an ask needing several people),
 -- sorted as Python sorts them (byte order of UTF-8 is code point order).
@@ -40,13 +41,13 @@ end
 -- the ask stays pending, or nil and the 'answered' event's detail (naming who agreed) when this
 -- submission makes `req` equal untyped ones. A typed submission's key starts with 'T', so it
 -- never equals an answers text (which starts with '[') and never agrees.
--- `verified` ('' : the caller cannot re-check authority; else a JSON object, key -> the
--- person's authorising ids as they are now): when this submission would make `req` agree, each
--- other one it would count must be in it -- else nothing changes and the reply is
--- {'verify', record, keys JSON} -- and one whose ids no longer authorise it is withdrawn first
--- (bridge.store.base.Store.submit).
+-- `rechecked` ('' : the caller cannot re-check authority; else a JSON object, key -> whether the
+-- person still may answer, judged from their authorising ids as they are now): when this
+-- submission would make `req` agree, each other one it would count must be in it -- else nothing
+-- changes and the reply is {'verify', record, keys JSON} -- and one who no longer may answer is
+-- withdrawn first (bridge.store.base.Store.submit; bridge.judging.recheck decides the same).
 local function record_submission(required, user_id, answers, user_json, detail, attempt, typed,
-    verified)
+    rechecked)
   local key = typed and ('T' .. answers) or answers
   if redis.call('HGET', rec, 'subk:' .. user_id) == key then
     -- this person's current submission again; its very attempt re-sent keeps its verdict
@@ -55,7 +56,7 @@ local function record_submission(required, user_id, answers, user_json, detail, 
     end
     return {'repeated', record()}
   end
-  if not typed and verified and verified ~= '' then
+  if not typed and rechecked ~= '' then
     local others = {}
     for _, who in ipairs(agreeing(answers)) do
       if who ~= user_id then
@@ -63,7 +64,7 @@ local function record_submission(required, user_id, answers, user_json, detail, 
       end
     end
     if #others + 1 >= required then
-      local checked = cjson.decode(verified)
+      local checked = cjson.decode(rechecked)
       local unverified = {}
       for _, who in ipairs(others) do
         if checked[who] == nil then
@@ -74,7 +75,7 @@ local function record_submission(required, user_id, answers, user_json, detail, 
         return {'verify', record(), cjson.encode(unverified)}
       end
       for _, who in ipairs(others) do
-        if not allowed(who, cjson.encode(checked[who])) then
+        if checked[who] == false then
           withdraw(who)
         end
       end
@@ -101,11 +102,10 @@ local function record_submission(required, user_id, answers, user_json, detail, 
   return nil, string.sub(detail, 1, -2) .. ',"agreed":[' .. table.concat(agreed, ',') .. ']}'
 end
 
--- Record a complete answer once (the verdicts of bridge.store.base.SubmitOutcome); `typed`: it
--- holds typed text (only an ask needing several people cares).
-local function submit(status, user_id, groups_json, by_json, answers, user_json, detail, attempt,
-    typed, verified)
-  local may = allowed(user_id, groups_json)
+-- Record a complete answer once (the verdicts of bridge.store.base.SubmitOutcome); `may`: the
+-- person may answer; `typed`: it holds typed text (only an ask needing several people cares).
+local function submit(status, user_id, may, by_json, answers, user_json, detail, attempt, typed,
+    rechecked)
   if status == 'pending' and expire_if_due() then
     -- no sweep will report this expiry: the caller re-renders the ask ('expired' -> CLOSED)
     event(may and 'late' or 'refused', user_json, detail)
@@ -138,7 +138,7 @@ local function submit(status, user_id, groups_json, by_json, answers, user_json,
   local required = tonumber(redis.call('HGET', rec, 'req') or '1')
   if required > 1 then
     local pending_reply, answered_detail = record_submission(required, user_id, answers,
-      user_json, detail, attempt, typed, verified)
+      user_json, detail, attempt, typed, rechecked)
     if pending_reply then
       return pending_reply
     end
