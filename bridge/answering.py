@@ -124,6 +124,7 @@ class Outcome(StrEnum):
     NOT_ALLOWED = "not_allowed"
     NOT_FOUND = "not_found"
     OPEN = "open"  # a form may be shown: render ``record``
+    LINK = "link"  # the person's own link to answer in the browser, in ``explain``: told privately
     INVALID = "invalid"  # the click or form does not fit the question set; nothing changed
     UNAVAILABLE = "unavailable"  # the store (or a membership lookup) failed: see Unavailable
 

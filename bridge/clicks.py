@@ -22,6 +22,9 @@ ephemeral message, a modal). Everything both platforms need is here, once:
   acknowledged at once and judged in the background (:attr:`Timing.ACK_FIRST`); one whose
   answer must carry the verdict (a Slack modal's field errors) is judged within its budget, the
   store giving up by then, and out of time "may have been saved" (:attr:`Timing.VERDICT_ONLY`).
+* **Open in browser**: a click asking for one's own link to answer in the browser is judged as
+  opening the form, by the person's own ids (the browser looks no group up), and answered with
+  the link in the verdict's words, told privately (:data:`LINK_WORDS`).
 * **Malformed ids**: a control id of ours that does not parse (forged, truncated, from another
   version; a form step where the platform has none) is explained once here (``BAD_CONTROL``).
 * **Show rule**: every verdict that finds the ask ended shows its final state on its message,
@@ -50,7 +53,7 @@ import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from bridge import metrics, routing
@@ -69,6 +72,7 @@ from bridge.record import AskRecord
 from bridge.replies import BAD_CONTROL, MAYBE_SAVED, Replies
 from bridge.showing import Showing
 from bridge.store.base import Store, giving_up_after
+from bridge.web_links import Links, Person, shown
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -87,6 +91,8 @@ class Kind(enum.StrEnum):
     """Open the next step of a form in several steps (its choices so far in :attr:`Click.step`)."""
     SUBMIT = "submit"
     """A form's picks, submitted."""
+    LINK = "link"
+    """Give the person their own link to answer in the browser (``Open in browser``)."""
     BAD = "bad"
     """A control id of ours that does not parse: explained, nothing changes."""
 
@@ -94,6 +100,18 @@ class Kind(enum.StrEnum):
 OPENING = frozenset({Kind.FORM, Kind.TYPED, Kind.STEP})
 """The kinds that open a form: judged as "may this person answer" (:meth:`Answering.open_form`)."""
 _BAD = Verdict(Outcome.INVALID, None, BAD_CONTROL, show_final=False)
+NO_BROWSER = "Answering in the browser is not set up here; answer in this message instead."
+"""Told for ``Open in browser`` when this process cannot make links (its web settings differ
+from the process that posted the message)."""
+BROWSER_GROUPS = (
+    "(The browser counts only the people named, not groups: if a group of yours may answer, "
+    "answer in this message.)"
+)
+"""Added to a refused ``Open in browser``: the browser looks no group membership up."""
+LINK_WORDS = (
+    "Your own link to answer in the browser, valid {valid}; it answers as you, so "
+    "keep it to yourself: {url}"
+)
 _LATE = Verdict(Outcome.UNAVAILABLE, None, MAYBE_SAVED, show_final=False)
 
 
@@ -130,6 +148,8 @@ class Click:
             return cls(Kind.PICK, parsed.ask_id, who, parsed.question, parsed.option)
         if parsed.kind == "other":
             return cls(Kind.TYPED, parsed.ask_id, who, parsed.question)
+        if parsed.kind == "web":
+            return cls(Kind.LINK, parsed.ask_id, who)
         return cls(Kind.FORM, parsed.ask_id, who)
 
     @classmethod
@@ -234,7 +254,9 @@ class Clicks:
     answers, what the messages show (``showing``) and the work that follows are this object's.
 
     ``ack_budget``: seconds a judgement may take before the click is answered without its
-    verdict; ``show_at_once`` and ``show_wait``: see "acks first" in the module docstring."""
+    verdict; ``show_at_once`` and ``show_wait``: see "acks first" in the module docstring.
+    ``links``: what makes a person's link for ``Open in browser`` (``None``: the web platform is
+    off here, and such a click is told so)."""
 
     def __init__(
         self,
@@ -243,8 +265,10 @@ class Clicks:
         ack_budget: float = 1.5,
         show_at_once: int = 4,
         show_wait: float = 1.0,
+        links: Links | None = None,
     ) -> None:
         self.answering = answering
+        self.links = links
         self.showing = Showing(answering.store, answering.poster)
         self.background = Background()
         self.ack_budget = ack_budget
@@ -291,8 +315,34 @@ class Clicks:
             return answering.pick(click.ask_id, click.question or 0, click.option, click.who)
         if click.kind is Kind.SUBMIT:
             return answering.submit_form(click.ask_id, click.who, click.picks)
+        if click.kind is Kind.LINK:
+            return self._link(click)
         question = click.question if click.kind is Kind.TYPED else None
         return answering.open_form(click.ask_id, click.who, question)
+
+    async def _link(self, click: Click) -> Verdict:
+        """``Open in browser``: judged as opening the form (pending, and this person may answer
+        it); then their own link, bound to their identity on this platform, so the browser
+        answers exactly as a click here would. Judged by the person's own ids without their
+        groups, as the browser judges them (it looks no membership up): someone allowed only
+        through a group is told to answer in the message instead of getting a link that
+        refuses them."""
+        opened = await self.answering.open_form(click.ask_id, replace(click.who, groups=()))
+        if opened.outcome is Outcome.NOT_ALLOWED and opened.explain:
+            return replace(opened, explain=f"{opened.explain} {BROWSER_GROUPS}")
+        if opened.outcome is not Outcome.OPEN:
+            return opened
+        if self.links is None:
+            return replace(opened, outcome=Outcome.INVALID, explain=NO_BROWSER)
+        who = click.who
+        person = Person(self.answering.poster.platform, who.user_id, who.name or who.user_id)
+        url = self.links.ask_url(click.ask_id, person)
+        log.info("gave %s a browser link to ask %s: %s", who.user_id, click.ask_id, shown(url))
+        # told privately like any verdict's words (a URL we made, never model text)
+        minutes = max(1, round(self.links.ttl / 60))
+        valid = f"{minutes} minute{'' if minutes == 1 else 's'}"
+        words = LINK_WORDS.format(valid=valid, url=url)
+        return replace(opened, outcome=Outcome.LINK, explain=words)
 
     async def _answer(self, responder: Responder, verdict: Verdict) -> None:
         """Answer in time: the form when one may be shown, else the verdict (its words told
@@ -410,11 +460,13 @@ def answer_clicks(
     identities: Identities | None = None,
     store_timeout: float = 5.0,
     ack_budget: float = 1.5,
+    links: Links | None = None,
 ) -> Clicks:
     """The click entry point of one platform's receiver: judged by ``store`` (within
     ``store_timeout``), shown through ``poster``, explained in ``replies``' words, with
-    the platform's group ``membership`` lookup (see :class:`~bridge.answering.Answering`). Every
-    receiver builds its entry point here, alike."""
+    the platform's group ``membership`` lookup (see :class:`~bridge.answering.Answering`), and
+    ``links`` for ``Open in browser`` (see :class:`Clicks`). Every receiver builds its entry
+    point here, alike."""
     answering = Answering(
         store,
         poster,
@@ -423,4 +475,4 @@ def answer_clicks(
         identities=identities,
         store_timeout=store_timeout,
     )
-    return Clicks(answering, ack_budget=ack_budget)
+    return Clicks(answering, ack_budget=ack_budget, links=links)

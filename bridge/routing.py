@@ -9,6 +9,7 @@ question set by index and keeps the full label. Every id fits in :data:`MAX_ID` 
 ``askb:other:<ask>:<question>``          opens the typed-answer form for one question
 ``askb:answer:<ask>``                    opens the form for the whole question set
 ``askb:next:<ask>:<choices>``            the next step of a form in several steps
+``askb:web:<ask>``                       gives the person their own link to answer in the browser
 
 A form that takes several steps (Discord's modals hold five components, so three or four questions
 take two) carries the person's choices so far from one step to the next in the ``next`` id,
@@ -35,8 +36,8 @@ PREFIX = "askb"
 MAX_ID = 100
 """Longest id any platform accepts (Discord ``custom_id``)."""
 
-Kind = Literal["pick", "other", "answer"]
-INDICES: dict[Kind, int] = {"pick": 2, "other": 1, "answer": 0}
+Kind = Literal["pick", "other", "answer", "web"]
+INDICES: dict[Kind, int] = {"pick": 2, "other": 1, "answer": 0, "web": 0}
 """Every kind of control, and how many indices follow the ask id in its id."""
 
 _ASK = "[A-Za-z0-9_-]{1,64}"
@@ -69,6 +70,10 @@ def other_id(ask_id: str, question: int) -> str:
 
 def answer_id(ask_id: str) -> str:
     return _checked(f"{PREFIX}:answer:{ask_id}")
+
+
+def web_id(ask_id: str) -> str:
+    return _checked(f"{PREFIX}:web:{ask_id}")
 
 
 def is_ours(control_id: str) -> bool:
@@ -144,6 +149,7 @@ TEMPLATES: dict[str, re.Pattern[str]] = {
     "other": re.compile(rf"{PREFIX}:other:(?P<ask>{_ASK}):(?P<q>{_NUMBER})"),
     "answer": re.compile(rf"{PREFIX}:answer:(?P<ask>{_ASK})"),
     "next": re.compile(rf"{PREFIX}:next:(?P<ask>{_ASK}):(?P<choices>[{_DIGITS}]{{1,4}})"),
+    "web": re.compile(rf"{PREFIX}:web:(?P<ask>{_ASK})"),
 }
 """Each kind of control's id, whole (for ``re.fullmatch``), by kind."""
 _ANY = "|".join(re.sub(r"\(\?P<\w+>", "(?:", t.pattern) for t in TEMPLATES.values())

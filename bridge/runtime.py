@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, Protocol, TypeVar, runtime_checkable
 
 from bridge.aio import stop
 from bridge.asking import AskPolicy
@@ -46,6 +46,14 @@ from bridge.record import MAX_EXPIRES, MAX_REQUIRED
 from bridge.settings import EngineSettings, open_store
 from bridge.store.base import Store
 from bridge.sweeper import Sweeper
+from bridge.web_links import (
+    URL_ENV,
+    PagesPlatform,
+    listening_url,
+    loopback,
+    read_web_settings,
+    serving_pages_at,
+)
 from bridge.webhook_settings import WebhookSettings
 
 T = TypeVar("T")
@@ -113,6 +121,16 @@ def chat_policy(
     )
 
 
+@runtime_checkable
+class BindCheck(Protocol):
+    """Optional for a :class:`~bridge.platform.Platform`: whether its routes may be served on
+    ``host`` (the web platform with a secret only its process knows serves loopback only)."""
+
+    def check_bind(self, host: str) -> None:
+        """Raise ``PlatformUnavailable``, in one line, when serving on ``host`` is not safe."""
+        ...
+
+
 class Serving:
     """The receivers :func:`serving` runs (a failure of one surfaces through :meth:`wait` or
     :meth:`guard`), and the HTTP server holding their routes, if any had routes."""
@@ -172,7 +190,11 @@ async def serving(
     through one poster per platform), until the context ends; it is entered once every receiver
     is ready.
 
-    Each platform's receiver is made first, so a setting it lacks (Slack's HTTP mode without
+    A platform that may not serve ``host`` (:class:`BindCheck`) stops it first. When one of
+    them serves the web pages, links made meanwhile without ``ASK_BRIDGE_WEB_URL`` (the chat
+    messages' ``Open in browser``) carry ``host:port`` if it is loopback; otherwise no message
+    offers the button, said in one line at start. Each platform's
+    receiver is made next, so a setting it lacks (Slack's HTTP mode without
     ``SLACK_SIGNING_SECRET``) stops it at once, then each platform's credentials are checked
     (:func:`~bridge.platform.check_credentials`: a network call, retried a while when
     unreachable).
@@ -187,6 +209,50 @@ async def serving(
     ``webhooks`` (when enabled): the outcome of every ask that ends is sent to its webhooks
     meanwhile (:class:`~bridge.webhooks.WebhookWorker`).
     """
+    for platform in platforms:
+        if isinstance(platform, BindCheck):
+            platform.check_bind(host)
+    pages = any(isinstance(p, PagesPlatform) for p in platforms)
+    with serving_pages_at(pages_url(host, port) if pages else None):
+        async with _serving(
+            platforms,
+            store,
+            host=host,
+            port=port,
+            sweep_interval=sweep_interval,
+            watch=watch,
+            webhooks=webhooks,
+        ) as receiving:
+            yield receiving
+
+
+def pages_url(host: str, port: int) -> str | None:
+    """The base URL of the web pages served at ``host:port`` that links made here carry when
+    ``ASK_BRIDGE_WEB_URL`` is unset (:func:`~bridge.web_links.browser_links`); ``None`` off
+    loopback (said in one line: no browser can be sent there) or for a port not chosen yet."""
+    settings = read_web_settings()
+    if settings.configured and settings.url is None and not loopback(host):
+        log.warning(
+            "the web platform: messages offer no Open in browser button: %s is unset and %s "
+            "is not loopback, so links could carry no address a browser reaches; set it to "
+            "the public address of these pages",
+            URL_ENV,
+            host,
+        )
+    return listening_url(host, port)
+
+
+@asynccontextmanager
+async def _serving(
+    platforms: Sequence[Platform],
+    store: Store,
+    *,
+    host: str,
+    port: int,
+    sweep_interval: float,
+    watch: str | Literal[False] | None,
+    webhooks: WebhookSettings | None,
+) -> AsyncIterator[Serving]:
     receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
     for platform in platforms:
         await check_credentials(platform)
@@ -334,19 +400,24 @@ class Runtime:
         self,
         platform: Platform,
         *also: Platform,
+        port: int = 0,
         sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
     ) -> AsyncIterator[Serving]:
         """Standalone: receive ``platform``'s clicks (and those of ``also``: where an escalation
         posts the ask again) and sweep the store here, for the context's length (see
-        :func:`serving`). With a shared store that is ``serve``'s job: nothing runs, and the
-        :class:`Serving` yielded guards nothing."""
+        :func:`serving`); a platform with HTTP routes (the web pages) is served on 127.0.0.1
+        at ``port`` (0: a free one; the :class:`Serving`'s server says which). With a shared
+        store that is ``serve``'s job: nothing runs, and the :class:`Serving` yielded guards
+        nothing."""
         if not self.standalone:
             yield Serving({})
             return
         every = [platform, *(p for p in also if p.name != platform.name)]
         for each in every:
             self.check(each)
-        async with serving(every, self.store, sweep_interval=sweep_interval) as receiving:
+        async with serving(
+            every, self.store, host="127.0.0.1", port=port, sweep_interval=sweep_interval
+        ) as receiving:
             yield receiving
 
     async def aclose(self) -> None:

@@ -12,8 +12,11 @@ the web platform that verifies them. Settings (:class:`WebSettings`):
 
 * ``ASK_BRIDGE_WEB_SECRET``: one secret, or several separated by commas for rotation -- the
   first signs, every one verifies. Setting it is what turns the web platform on in ``serve``.
-* ``ASK_BRIDGE_WEB_URL``: the public base URL links carry (default: the address it listens on).
-* ``ASK_BRIDGE_WEB_LINK_TTL``: seconds a link lives (default :data:`DEFAULT_LINK_TTL`).
+* ``ASK_BRIDGE_WEB_URL``: the public base URL links carry (default: the address it listens on,
+  when that is loopback: :func:`browser_links`).
+* ``ASK_BRIDGE_WEB_LINK_TTL``: seconds a link made on demand lives (default
+  :data:`DEFAULT_LINK_TTL`). The links ``ask`` hands out when it creates an ask live as long as
+  the ask (:meth:`Links.lasting`): the ask may wait a day, and nobody is there to make a fresh one.
 
 A token is ``<payload>.<signature>``, both base64url without padding; the payload is compact
 JSON. Verification checks the signature before reading the payload, in constant time, and tells
@@ -27,16 +30,21 @@ import base64
 import binascii
 import hashlib
 import hmac
+import ipaddress
 import json
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bridge.platform import Platform
 from bridge.settings_error import SettingsError, one_line
 
 SECRET_ENV = "ASK_BRIDGE_WEB_SECRET"
@@ -106,6 +114,7 @@ class Links:
     ) -> None:
         if not secrets:
             raise ValueError("links need at least one secret")
+        self._secrets = tuple(secrets)
         self._keys = tuple(s.encode("utf-8") for s in secrets)
         self.base_url = base_url.rstrip("/")
         self.ttl = ttl
@@ -119,11 +128,20 @@ class Links:
         now: float | None = None,
     ) -> str:
         """A token for ``person`` to open ``ask_id`` (``None``: their inbox)."""
-        expires = int((time.time() if now is None else now) + (self.ttl if ttl is None else ttl))
+        # rounded up: a link never dies before the moment it was made for (an ask's expiry)
+        expires = math.ceil(
+            (time.time() if now is None else now) + (self.ttl if ttl is None else ttl)
+        )
         body = {"a": ask_id, "p": person.platform, "u": person.user_id, "n": person.name}
         payload = json.dumps({**body, "e": expires}, separators=(",", ":"), ensure_ascii=False)
         raw = payload.encode("utf-8")
         return f"{_b64(raw)}.{_b64(self._sign(self._keys[0], raw))}"
+
+    def lasting(self, ttl: float) -> Links:
+        """These links, living ``ttl`` seconds: ``ask`` gives the ask's own lifetime, so a
+        link it prints at creation opens the page until the ask expires (at most a second
+        more), however long the ask waits."""
+        return Links(self._secrets, self.base_url, ttl)
 
     def ask_url(self, ask_id: str, person: Person, *, ttl: float | None = None) -> str:
         """The page where ``person`` answers ``ask_id``."""
@@ -234,3 +252,68 @@ def read_web_settings() -> WebSettings:
         for field, env in (("secret", SECRET_ENV), ("url", URL_ENV), ("link_ttl", LINK_TTL_ENV)):
             line = line.replace(f" {field}: ", f" {env}: ")
         raise SettingsError(line) from None
+
+
+@runtime_checkable
+class PagesPlatform(Platform, Protocol):
+    """The platform serving the pages links open (the web platform), as the core reaches it
+    without importing it: a process without a shared store serves them itself
+    (:meth:`embedded`), and makes the links it prints with that platform's own secret."""
+
+    def embedded(self) -> PagesPlatform:
+        """The platform to serve in this process alone, on loopback: with
+        ``ASK_BRIDGE_WEB_SECRET`` if set, else with a secret only this process knows."""
+        ...
+
+    def links(self, listening_url: str | None = None) -> Links:
+        """Links signed with its secret, under ``ASK_BRIDGE_WEB_URL`` or ``listening_url``."""
+        ...
+
+
+_LISTENING: ContextVar[str | None] = ContextVar("ask_bridge_web_listening", default=None)
+"""Where this process serves the web platform's pages on loopback (:func:`serving_pages_at`)."""
+
+
+def loopback(host: str) -> bool:
+    """Whether ``host`` (an address to bind, or a name) is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def listening_url(host: str, port: int) -> str | None:
+    """The base URL of pages served on ``host:port`` when links may carry it (loopback: only
+    this machine's browser follows it, as intended), else ``None``: off loopback the address
+    bound (``0.0.0.0``, a private one) is not one a person's browser reaches, so only
+    ``ASK_BRIDGE_WEB_URL`` can say where the pages are. ``port`` 0 is not known yet: ``None``."""
+    if not loopback(host) or port == 0:
+        return None
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+@contextmanager
+def serving_pages_at(url: str | None) -> Iterator[None]:
+    """Within, :func:`browser_links` (called with no URL by the chat platforms, as they build
+    their receivers and posters) falls back to ``url``: where this process serves the pages."""
+    token = _LISTENING.set(url)
+    try:
+        yield
+    finally:
+        _LISTENING.reset(token)
+
+
+def browser_links(listening_url: str | None = None) -> Links | None:
+    """Links for the chat platforms' ``Open in browser`` button, the CLI and the ``created``
+    webhook: ``None`` unless the web platform is on and the base URL its pages are served at is
+    known -- ``ASK_BRIDGE_WEB_URL``, else ``listening_url`` (or, with none given, the one
+    ``serve`` set by :func:`serving_pages_at`) -- so no message offers a link that no address
+    serves. A bad setting is :class:`SettingsError` in one line."""
+    settings = read_web_settings()
+    base = settings.url or listening_url or _LISTENING.get()
+    if not settings.configured or base is None:
+        return None
+    return settings.links(base)

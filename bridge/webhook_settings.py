@@ -31,6 +31,7 @@ SECRET_PREFIX = "whsec_"
 KEY_BYTES = (24, 64)
 """Least and most bytes a secret's key has (the Standard Webhooks range)."""
 DESTINATIONS_ENV = "ASK_BRIDGE_WEBHOOK_DESTINATIONS"
+CREATED_ENV = "ASK_BRIDGE_WEBHOOK_CREATED"
 MAX_NOTIFY = 5
 """Webhook URLs one ask may name (``AskPolicy.notify``)."""
 MAX_URL = 2000
@@ -191,6 +192,9 @@ class WebhookSettings(BaseSettings):
       (``AskPolicy.notify``, ``ask --notify``): a JSON array of entries
       ``{"prefix": "https://ci.example.com/hooks/", "secret": "whsec_...", "networks": [...]}``
       (:class:`WebhookDestination`), each receiver with a secret of its own.
+    * ``ASK_BRIDGE_WEBHOOK_CREATED``: opt in to the ``created`` event too (default off): when
+      ``ask --platform web`` has made an ask, it POSTs the answerers' links to the same
+      destinations, so a pipeline can hand each person theirs (:mod:`bridge.webhooks`).
 
     Secrets are Standard Webhooks ones: ``whsec_`` and the base64 of 24 to 64 random bytes. A bad
     value stops the command at start with one line naming the variable (never a secret)."""
@@ -202,6 +206,7 @@ class WebhookSettings(BaseSettings):
     destinations: Annotated[tuple[WebhookDestination, ...], NoDecode] = Field(
         default=(), validation_alias=DESTINATIONS_ENV, repr=False
     )
+    created: bool = Field(default=False, validation_alias=CREATED_ENV)
 
     def __init__(self, **values: Any) -> None:
         """Read the settings; :class:`SettingsError` (one line) instead of pydantic's report."""

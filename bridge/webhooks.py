@@ -35,6 +35,16 @@ ended: then one error line in the log, and the destination is given up. Each (as
 scheduled on its own, with at most :data:`PER_ORIGIN` requests in flight per origin (scheme, host,
 port), so a receiver that keeps failing delays nothing sent elsewhere.
 
+**Created** (opt-in, ``ASK_BRIDGE_WEBHOOK_CREATED``): an ask made by ``ask --platform web``
+is announced to the same destinations as soon as it exists, with its answerers' own links
+(:func:`created_payload`: ``event`` ``created``, ``ask_id``, ``expires_at``, ``links`` by name,
+``context``), so a pipeline can hand each person theirs. The process that made the ask sends it
+(:meth:`WebhookWorker.announce`): no store stream carries creations to ``serve``, so it is tried
+:data:`CREATED_ATTEMPTS` times within the command's run and then given up (logged and in the audit
+trail), not retried across restarts. Its ``webhook-id`` differs from the outcome's
+(:func:`idempotency_key` with the event), and the links are credentials: the audit trail and
+the log never hold them.
+
 **Bounded cost**: the ask's audit trail gets ``webhook`` events (``url`` without credentials or
 query, ``key``, ``attempt``, ``status`` ``delivered``/``failed``/``gave_up``/``refused``, and the
 reply's ``code`` or the ``error``; never the secret) for the first attempt, the attempts numbered
@@ -63,7 +73,7 @@ import random
 import socket
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
@@ -121,9 +131,29 @@ MAX_QUIET = 1024
 first: at worst one more line)."""
 
 
-def idempotency_key(ask_id: str, url: str) -> str:
-    """The same for every attempt to send one ask's outcome to one URL, different otherwise."""
-    return hashlib.sha256(f"{ask_id}\n{url}".encode()).hexdigest()[:32]
+CREATED = "created"
+"""The opt-in event announcing a new ask with its answerers' links."""
+CREATED_ATTEMPTS = 4
+"""Attempts to announce a created ask (delays doubling from the worker's ``first_delay``)."""
+
+
+def idempotency_key(ask_id: str, url: str, event: str | None = None) -> str:
+    """The same for every attempt to send one ask's outcome (or ``event``) to one URL, different
+    otherwise."""
+    named = f"{ask_id}\n{url}" if event is None else f"{ask_id}\n{url}\n{event}"
+    return hashlib.sha256(named.encode()).hexdigest()[:32]
+
+
+def created_payload(record: AskRecord, links: Mapping[str, str]) -> dict[str, Any]:
+    """The ``created`` event's JSON: the new ask and each answerer's link, by name."""
+    return {
+        "event": CREATED,
+        "ask_id": record.id,
+        "created_at": record.created_at,
+        "expires_at": record.expires_at,
+        "links": dict(links),
+        "context": record.context,
+    }
 
 
 def sign(secret: str, webhook_id: str, timestamp: str, body: bytes) -> str:
@@ -277,7 +307,9 @@ class WebhookWorker:
             for net in allowed.ip_networks()
         ]
 
-    async def run(self) -> None:
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[aiohttp.ClientSession]:
+        """An HTTP session whose every connection passes the address guard."""
         import aiohttp
 
         from bridge.webhook_guard import AddressGuard
@@ -286,9 +318,16 @@ class WebhookWorker:
         timeout = aiohttp.ClientTimeout(total=self.timeout)
         # no DNS cache: a cached answer would reach a connection without passing the guard
         connector = aiohttp.TCPConnector(resolver=guard, use_dns_cache=False)
-        tasks: set[asyncio.Task[None]] = set()
         session = aiohttp.ClientSession(timeout=timeout, connector=connector, trust_env=False)
-        async with session:
+        try:
+            async with session:
+                yield session
+        finally:
+            await guard.close()
+
+    async def run(self) -> None:
+        tasks: set[asyncio.Task[None]] = set()
+        async with self._session() as session:
             keeper = asyncio.create_task(self._keep(), name="ask-bridge webhooks: keep")
             try:
                 while True:
@@ -301,7 +340,50 @@ class WebhookWorker:
                 await stop(keeper)
                 for task in list(tasks):
                     await stop(task)
-                await guard.close()
+
+    async def announce(self, record: AskRecord, links: Mapping[str, str]) -> None:
+        """Send the ``created`` event of ``record`` with its answerers' ``links`` to each of its
+        destinations, each on its own, at most :data:`CREATED_ATTEMPTS` times (see the module);
+        every destination's end is one audit event (``event`` ``created``)."""
+        body = json.dumps(created_payload(record, links), ensure_ascii=False).encode()
+        async with self._session() as session:
+            urls = self.destinations_of(record)
+            await asyncio.gather(*(self._announce(session, record.id, url, body) for url in urls))
+
+    async def _announce(
+        self, session: aiohttp.ClientSession, ask_id: str, url: str, body: bytes
+    ) -> None:
+        key = idempotency_key(ask_id, url, CREATED)
+        shown = shown_url(url)
+        detail: dict[str, Any] = {"url": shown, "key": key, "event": CREATED}
+        secret = self.secret_for(url)
+        if secret is None:
+            error = f"no {DESTINATIONS_ENV} entry covers this URL"
+            await self._record(ask_id, {**detail, "attempt": 1, "status": "refused"}, error=error)
+            log.warning("webhook %s: ask %s created event refused: %s", shown, ask_id, error)
+            return
+        for attempt in range(1, CREATED_ATTEMPTS + 1):
+            reply = await self._post(session, url, key, secret, body)
+            delivered = reply.code is not None and 200 <= reply.code < 300
+            if delivered or reply.refused or attempt == CREATED_ATTEMPTS:
+                status = "delivered" if delivered else "refused" if reply.refused else "gave_up"
+                outcome = {"code": reply.code} if reply.code is not None else {"error": reply.error}
+                await self._record(
+                    ask_id, {**detail, "attempt": attempt, "status": status}, **outcome
+                )
+                if delivered:
+                    log.info("webhook %s: ask %s created event delivered", shown, ask_id)
+                else:
+                    last = reply.code if reply.code is not None else reply.error
+                    log.warning(
+                        "webhook %s: ask %s created event not delivered after %d attempts (%s)",
+                        shown,
+                        ask_id,
+                        attempt,
+                        last,
+                    )
+                return
+            await asyncio.sleep(self._delay(attempt))
 
     async def _read(self, session: aiohttp.ClientSession, tasks: set[asyncio.Task[None]]) -> None:
         deliveries = self.store.ended(self.consumer)

@@ -22,6 +22,7 @@ from bridge.http_server import HEALTH_PATH, METRICS_PATH, READY_PATH
 from bridge.identities import IdentitySettings
 from bridge.logs import LogSettings
 from bridge.settings import ChatRouteSettings, EngineSettings
+from bridge.web_links import WebSettings
 from bridge.webhook_settings import WebhookSettings
 from platforms.discord.client import REACH_SECONDS as DISCORD_REACH_SECONDS
 from platforms.discord.settings import DiscordSettings
@@ -51,7 +52,7 @@ SETTINGS = set().union(
         variables,
         [
             *(EngineSettings, ChatRouteSettings, WebhookSettings, LogSettings, IdentitySettings),
-            *(SlackSettings, DiscordSettings),
+            *(SlackSettings, DiscordSettings, WebSettings),
         ],
     )
 )

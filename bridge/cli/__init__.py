@@ -26,6 +26,7 @@ from bridge.cli.failures import FAILED
 COMMAND_MODULES = (
     "bridge.cli.demo",
     "bridge.cli.asks",
+    "bridge.cli.link",
     "bridge.cli.ask",
     "bridge.cli.wait",
     "bridge.cli.feed",
@@ -35,7 +36,7 @@ COMMAND_MODULES = (
     "bridge.cli.slack",
 )
 CHATTY = ("serve", "mcp")
-NEEDS_ENGINE = ("serve", "mcp", "ask", "wait", "feed", "list", "show", "cancel")
+NEEDS_ENGINE = ("serve", "mcp", "ask", "wait", "feed", "list", "show", "cancel", "link")
 """Commands that read the engine settings: read first, so a bad one stops them before anything
 else is tried (``doctor`` reports them in its table instead)."""
 """Commands that run for long and log at INFO by default; the others log warnings only."""

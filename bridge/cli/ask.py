@@ -10,6 +10,15 @@ set, a ``serve`` process handles the clicks; without it this process handles the
 over Socket Mode) and the ask lives only as long as the process: nothing could take a deferred
 answer, so ``--mode defer`` is refused and a ``--wait`` that runs out closes the ask as expired,
 re-renders it without controls and exits 4.
+
+``--platform web`` asks people on no chat platform, each named by ``--answerer NAME``: as soon as
+the ask exists, each one's own link to answer in the browser is printed on stderr, one line per
+person (``--json``: one JSON line, ``{"ask_id": ..., "links": {NAME: URL}}``); the result on
+stdout is the same as on any platform (:mod:`bridge.cli.link`). Without ``REDIS_URL`` this
+process serves the pages itself, on 127.0.0.1 (``--port``, default a free one), signed with
+``ASK_BRIDGE_WEB_SECRET`` or else a secret only it knows (:func:`embedded`). These links live
+as long as the ask, not ``ASK_BRIDGE_WEB_LINK_TTL`` (the lifetime of links made on demand): an
+ask may wait a day, and whoever got the link has no way to ask for a fresh one.
 """
 
 from __future__ import annotations
@@ -21,14 +30,22 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bridge.cli.args import port
 from bridge.errors import InvalidQuestions, NotAnswered, ToolRejected
 from bridge.followups import Destination
 from bridge.text import one_line
 
 if TYPE_CHECKING:
+    from bridge.cli.link import Announce
+    from bridge.platform import Platform
     from bridge.result import ToolOutcome
+    from bridge.runtime import Serving
+    from bridge.store.base import Store
+    from bridge.web_links import Links, PagesPlatform
 
 ANSWERED, FAILED, REJECTED, DEFERRED, ENDED = 0, 1, 2, 3, 4
+WEB = "web"
+"""The web platform's name in the registry: asks people on no chat platform (see the module)."""
 
 
 def register(sub: Any) -> None:
@@ -41,11 +58,28 @@ def register(sub: Any) -> None:
         "the question set was "
         "rejected; 3 not answered within --wait (deferred, ask id printed); 4 expired or "
         "cancelled. Without REDIS_URL this process handles the clicks itself (Slack: Socket "
-        "Mode; Discord: the gateway), --mode defer is refused, and an unanswered --wait closes "
-        "the ask (exit 4). On a terminal, a progress line shows where the question waits.",
+        "Mode; Discord: the gateway; web: it serves the pages on 127.0.0.1), --mode defer is "
+        "refused, and an unanswered --wait closes the ask (exit 4). On a terminal, a progress "
+        "line shows where the question waits. The links --platform web prints live as long as "
+        "the ask (--expires), not ASK_BRIDGE_WEB_LINK_TTL: nobody is there to make a fresh one.",
     )
-    p.add_argument("--platform", default="slack", help="chat platform (default: slack)")
-    p.add_argument("--channel", help="channel id to post in (Slack: C…; Discord: a number)")
+    p.add_argument(
+        "--platform",
+        default="slack",
+        help="chat platform (default: slack), or web: the browser, for the people named by "
+        "--answerer NAME, whose links are printed on stderr",
+    )
+    p.add_argument(
+        "--port",
+        type=port,
+        help="--platform web without REDIS_URL: the port on 127.0.0.1 to serve the pages on "
+        "(default: a free one)",
+    )
+    p.add_argument(
+        "--channel",
+        help="channel id to post in (Slack: C…; Discord: a number; web: optional, a name its "
+        "inbox filters by)",
+    )
     p.add_argument(
         "--thread", help="thread to post in (Slack: the parent message ts; Discord: its id)"
     )
@@ -134,6 +168,12 @@ def register(sub: Any) -> None:
         "another platform and a colon (discord:123456, slack:user:U0BOSS)",
     )
     p.add_argument("--asker", default="ask-bridge", help="name shown as who asks")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="--platform web: print the answerers' links as one JSON line on stderr, "
+        '{"ask_id": ..., "links": {"NAME": "URL"}}',
+    )
     p.add_argument("file", metavar="FILE|-", help='{"questions": [...]} or a bare array')
     p.set_defaults(func=run)
 
@@ -180,7 +220,15 @@ def run(args: argparse.Namespace) -> int:
     except InvalidQuestions as exc:
         print(exc.message, file=sys.stderr)
         return REJECTED
-    if not (args.channel or args.user):
+    if args.platform == WEB:
+        if not args.answerer:
+            print(
+                "ask-bridge ask: --platform web asks the people named by --answerer NAME "
+                "(each gets a link to answer in the browser): give at least one",
+                file=sys.stderr,
+            )
+            return FAILED
+    elif not (args.channel or args.user):
         print("ask-bridge ask: give --channel or --user", file=sys.stderr)
         return FAILED
     return asyncio.run(_ask(args, questions))
@@ -189,13 +237,24 @@ def run(args: argparse.Namespace) -> int:
 async def _ask(args: argparse.Namespace, questions: Any) -> int:
     from bridge.asking import ChatHandler
     from bridge.cli.failures import on_terminal
+    from bridge.cli.link import NO_LINKS, AnswererLinks, listening
     from bridge.cli.progress import MessageLinks, shown
     from bridge.platform import resolve_platform
     from bridge.runtime import Runtime, stop_on_signals
     from bridge.tool import tools_interactive
+    from bridge.web_links import browser_links
 
     platform = resolve_platform(args.platform)
     runtime = Runtime()
+    if platform.name == WEB and runtime.standalone:
+        platform = embedded(platform)  # this process serves the pages itself
+    elif args.port is not None:
+        print(
+            "ask-bridge ask: --port is where --platform web without REDIS_URL serves its pages; "
+            "here nothing is served (with REDIS_URL, `serve` serves them)",
+            file=sys.stderr,
+        )
+        return FAILED
     try:
         policy = runtime.policy(
             wait=args.wait,
@@ -225,21 +284,92 @@ async def _ask(args: argparse.Namespace, questions: Any) -> int:
     except ValueError as exc:  # an answerer id that is none, more people required than named,
         print(f"ask-bridge ask: {exc}", file=sys.stderr)  # an identity map that is no map
         return FAILED
+    web_links = None  # with a shared store, links to the pages some `serve` serves
+    if platform.name == WEB and not runtime.standalone:
+        web_links = browser_links()
+        if web_links is None:
+            print(f"ask-bridge ask: --platform web: {NO_LINKS}", file=sys.stderr)
+            return FAILED
     runtime.check(platform)  # before anything is posted
     for other in also:
         runtime.check(other)
     await runtime.ready_to_ask(platform, on_terminal("ask"))
     (tool,) = tools_interactive(callback=handler, context={"asker": args.asker})
+    printer = None
     async with stop_on_signals():
         try:
             links = platform if isinstance(platform, MessageLinks) else None
-            async with runtime.own_clicks(platform, *also) as receiving, shown(links=links):
-                return await _outcome(receiving.guard(tool.ainvoke(questions)))
+            async with (
+                runtime.own_clicks(platform, *also, port=args.port or 0) as receiving,
+                shown(links=links),
+            ):
+                if platform.name == WEB:  # standalone: links to the pages served just now
+                    made = web_links or pages_links(platform, receiving)
+                    printer = AnswererLinks(
+                        made.lasting(policy.expires),  # as long as the ask: see the module
+                        handler.policy.answerers,
+                        sys.stderr,
+                        as_json=args.json,
+                        announce=_announcer(runtime.store),
+                    )
+                with listening(printer):
+                    status = await _outcome(receiving.guard(tool.ainvoke(questions)))
+            if printer is not None:
+                await printer.settled()
+            return status
         finally:
+            if printer is not None:
+                await printer.aclose()
             await runtime.aclose()
     # a signal stopped it: the handler closed the ask as cancelled and re-rendered it
     print("ask-bridge ask: cancelled; the question set was closed", file=sys.stderr)
     return ENDED
+
+
+def embedded(platform: Platform) -> PagesPlatform:
+    """The web platform as a process without ``REDIS_URL`` serves it itself: on 127.0.0.1,
+    with ``ASK_BRIDGE_WEB_SECRET`` if set, else with a secret only this process knows."""
+    from bridge.platform import PlatformUnavailable
+    from bridge.web_links import PagesPlatform
+
+    if not isinstance(platform, PagesPlatform):
+        raise PlatformUnavailable(f"platform {platform.name!r} cannot serve its own pages")
+    return platform.embedded()
+
+
+def pages_links(platform: Platform, receiving: Serving) -> Links:
+    """Links to the pages ``receiving`` serves here for ``platform`` (:func:`embedded`):
+    under ``ASK_BRIDGE_WEB_URL`` if set, else the address its server bound."""
+    from bridge.web_links import PagesPlatform
+
+    if not isinstance(platform, PagesPlatform) or receiving.server is None:
+        raise AssertionError("pages_links() needs the embedded web platform, served")
+    return platform.links(receiving.server.url())
+
+
+def _announcer(store: Store) -> Announce | None:
+    """What sends the opt-in ``created`` webhook event of a web ask (``None``: not opted in, by
+    ``ASK_BRIDGE_WEBHOOK_CREATED``), to the ask's destinations (:mod:`bridge.webhooks`)."""
+    from bridge.webhook_settings import WebhookSettings
+
+    settings = WebhookSettings()
+    if not settings.created:
+        return None
+    from bridge.webhooks import WebhookWorker
+
+    worker = WebhookWorker(
+        store,
+        url=settings.url,
+        secret=settings.secret or None,
+        destinations=settings.destinations,
+    )
+
+    async def announce(ask_id: str, links: dict[str, str]) -> None:
+        record = await store.get(ask_id)
+        if record is not None:
+            await worker.announce(record, links)
+
+    return announce
 
 
 def _follow_ups(args: argparse.Namespace) -> dict[str, Any]:

@@ -63,7 +63,10 @@ def _when(ts: float) -> str:
     return datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _run(coro_fn: Any, args: argparse.Namespace) -> int:
+def run_on_store(coro_fn: Any, args: argparse.Namespace) -> int:
+    """Run ``coro_fn(store, args)`` on the store ``REDIS_URL`` names, once it is reached; the
+    commands reading asks (these, and ``link``) share it. A command naming an ask refuses an
+    unset ``REDIS_URL`` in one line (an empty in-memory store holds no ask)."""
     from bridge.cli.wait import NO_REDIS
     from bridge.settings import EngineSettings, open_store
 
@@ -120,7 +123,7 @@ def _list(args: argparse.Namespace) -> int:
             print(f"ask-bridge list: more: repeat with --cursor {page.cursor}", file=sys.stderr)
         return 0
 
-    return _run(go, args)
+    return run_on_store(go, args)
 
 
 def _shown_record(rec: Any) -> dict[str, Any]:
@@ -151,7 +154,7 @@ def _show(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
 
-    return _run(go, args)
+    return run_on_store(go, args)
 
 
 def _cancel(args: argparse.Namespace) -> int:
@@ -179,7 +182,7 @@ def _cancel(args: argparse.Namespace) -> int:
             await _show_final(store, closed)
         return 0
 
-    return _run(go, args)
+    return run_on_store(go, args)
 
 
 async def _show_final(store: Any, record: Any) -> None:

@@ -4,15 +4,35 @@ The ask goes through the real handler chain -- a configured global callback, els
 prompt -- exactly as an agent's tool call would. Without a terminal, ``--answers`` scripts the
 person's answers so the demo (and its JSON) still runs in CI or a pipe. The narration goes to
 stderr and the tool result to stdout, so ``ask-bridge demo --answers ... | jq`` works.
+
+``--web`` asks through the web platform instead, embedded as ``ask --platform web`` embeds it
+without ``REDIS_URL`` (:func:`bridge.cli.ask.embedded`): this process serves the page on
+127.0.0.1, prints the link, opens the system browser on it when there is one (Python's
+``webbrowser``, which honours ``BROWSER``; ``--no-browser`` only prints), and waits for the
+answer. It never uses a shared store: the demo's ask is this process's alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import io
 import json
 import sys
+import webbrowser
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from bridge.cli.args import port
+
+if TYPE_CHECKING:
+    from bridge.result import ToolOutcome
+
+YOU = "you"
+"""Whom ``--web`` asks: the name its link is made for, shown on the page."""
+Opener = Callable[[str], bool]
+"""Opens a URL in a browser; ``False`` when there is none (``webbrowser.open``)."""
 
 SAMPLE_QUESTIONS: list[dict[str, Any]] = [
     {
@@ -72,6 +92,23 @@ def register(sub: Any) -> None:
         '({"questions": [...]} or the bare array), or @FILE to read them from a file',
     )
     parser.add_argument(
+        "--web",
+        action="store_true",
+        help="answer in the browser: serve the page on 127.0.0.1, print its link and open the "
+        "system browser on it (the link lives as long as the ask)",
+    )
+    parser.add_argument(
+        "--port",
+        type=port,
+        default=0,
+        help="--web: the port on 127.0.0.1 to serve the page on (default: a free one)",
+    )
+    parser.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="--web: print the link only, open no browser",
+    )
+    parser.add_argument(
         "--raw",
         action="store_true",
         help="print the tool result exactly as the model reads it (no indentation)",
@@ -128,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     from bridge.cli.failures import FAILED
     from bridge.tool import NO_HANDLER
 
+    if args.web and args.answers is not None:
+        _say("ask-bridge demo: --web is answered in the browser, --answers without it: not both")
+        return FAILED
     tool = tool_ask_user
     if args.answers is not None:
         (tool,) = tools_interactive(callback=_scripted(_load_json(args.answers, "--answers")))
@@ -141,7 +181,13 @@ def run(args: argparse.Namespace) -> int:
         )
         count = len(questions) if isinstance(questions, list) else "some"
         _say(f"agent: calling ask_user with {count} question(s)...")
-        outcome = tool.invoke(questions)
+        if args.web:
+            opener = None if args.no_browser else webbrowser.open
+            outcome = asyncio.run(on_web(questions, port=args.port, opener=opener))
+            if outcome is None:
+                return 130  # a signal, as KeyboardInterrupt below
+        else:
+            outcome = tool.invoke(questions)
     except ToolRejected as exc:
         _say(f"\nThe tool call failed; the model would read this error:\n\n{exc.message}\n")
         if exc.message == NO_HANDLER:
@@ -164,3 +210,54 @@ def run(args: argparse.Namespace) -> int:
     _say(f"\nagent: Thanks. Going with {_summary(result)}.\n\nTool result (what the model reads):")
     print(outcome.text if args.raw else json.dumps(result, indent=indent, ensure_ascii=False))
     return 0
+
+
+async def on_web(questions: Any, *, port: int, opener: Opener | None) -> ToolOutcome | None:
+    """Ask ``questions`` through the web platform served here on 127.0.0.1:``port``; tell the
+    link (and hand it to ``opener``) once the ask exists. ``None``: stopped by a signal (the
+    ask closed as cancelled)."""
+    from bridge.asking import ChatHandler
+    from bridge.cli.ask import WEB, embedded, pages_links
+    from bridge.cli.link import AnswererLinks, listening
+    from bridge.followups import Destination
+    from bridge.platform import resolve_platform
+    from bridge.runtime import Runtime, stop_on_signals
+    from bridge.settings import EngineSettings
+    from bridge.tool import tools_interactive
+
+    runtime = Runtime(EngineSettings().model_copy(update={"redis_url": None}))
+    platform = embedded(resolve_platform(WEB))
+    policy = runtime.policy(answerers=[YOU])
+    handler = ChatHandler(platform.poster(), runtime.store, Destination(platform=WEB), policy)
+    (tool,) = tools_interactive(callback=handler, context={"asker": "the demo agent"})
+
+    async def show(ask_id: str, urls: dict[str, str]) -> None:
+        url = urls[YOU]
+        _say(f"agent: answer in your browser: {url}")
+        if opener is None:
+            return
+        try:
+            opened = await asyncio.to_thread(opener, url)
+        except webbrowser.Error as exc:
+            opened = False
+            _say(f"ask-bridge demo: the browser did not start ({exc})")
+        if not opened:
+            _say("agent: (no browser to open here: open the link above yourself)")
+
+    async with stop_on_signals():
+        try:
+            async with runtime.own_clicks(platform, port=port) as receiving:
+                links = pages_links(platform, receiving).lasting(policy.expires)
+                # the links go to ``show``: the printer's own line speaks as ``ask``
+                printer = AnswererLinks(links, [YOU], io.StringIO(), announce=show)
+                try:
+                    with listening(printer):
+                        outcome = await receiving.guard(tool.ainvoke(questions))
+                    await printer.settled()
+                finally:
+                    await printer.aclose()
+            return outcome
+        finally:
+            await runtime.aclose()
+    _say("\ninterrupted; the question set was closed")
+    return None

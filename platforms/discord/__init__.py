@@ -18,6 +18,7 @@ from bridge.clicks import answer_clicks
 from bridge.platform import Finding, HttpRoute, PlatformUnavailable, SettingsPlatform
 from bridge.poster import Poster
 from bridge.store.base import Store
+from bridge.web_links import browser_links
 from platforms.discord.app import Interactions
 from platforms.discord.client import RestClient, check_login, gateway_client, login
 from platforms.discord.markup import REPLIES
@@ -125,6 +126,7 @@ class DiscordReceiver:
             membership=RoleResolver(self.client),
             store_timeout=store_timeout,
             ack_budget=ack_budget,
+            links=browser_links(),
         )
         self.interactions = Interactions(clicks)
         self.interactions.install(self.client)

@@ -226,7 +226,9 @@ class _Reply:
         self.retry = retry
         """A form that can be tried again: the view offered with a retryable refusal."""
         self.label = label
-        self.opening = click.kind in OPENING or click.kind is Kind.BAD
+        self.opening = click.kind in OPENING or click.kind in (Kind.BAD, Kind.LINK)
+        """Answered privately whatever the verdict (an ephemeral response), never by updating
+        the message: a form, an explanation, or the person's own link."""
         self.deferred = False
 
     async def acknowledge(self) -> None:
@@ -342,7 +344,10 @@ def control_items(interactions: Interactions) -> list[type[ui.DynamicItem[ui.But
     class Next(Control, template=routing.TEMPLATES["next"]):
         well_formed = True
 
-    return [Pick, Other, Answer, Next, Control]
+    class Browser(Control, template=routing.TEMPLATES["web"]):
+        well_formed = True
+
+    return [Pick, Other, Answer, Next, Browser, Control]
 
 
 async def not_opened(

@@ -6,7 +6,9 @@ the asker in the first embed's author line, and while pending the controls in on
 
 * one single-select question: one button per option (its label) plus ``Other…`` -- one click
   answers; ``Other…`` opens a modal with one paragraph text input;
-* every other shape: an ``Answer`` button opening a modal form.
+* every other shape: an ``Answer`` button opening a modal form;
+* when the web platform is on, ``Open in browser`` on a second row (two rows of the five a
+  message may hold): it gives the person who clicks it their own link, privately.
 
 What the message shows in each status, and the walk through levels of cuts, are the bridge's
 (:mod:`bridge.presentation`, the same on every platform); this module is Discord's markup and
@@ -207,14 +209,15 @@ def reminder_content(record: AskRecord, n: int) -> tuple[str, discord.AllowedMen
     return plain(text), answerer_mentions(replies.to_remind(record)[:MAX_ANSWERERS_SHOWN])
 
 
-def render_message(record: AskRecord, *, tightest: bool = False) -> Message:
+def render_message(record: AskRecord, *, tightest: bool = False, browser: bool = False) -> Message:
     """The message for the record's status, at the most generous level that fits; at the last
     level at once with ``tightest`` (a retry after Discord refused a rendering). The last level
-    fits whatever the record: see the module docstring."""
-    return first_fit(LEVELS, lambda caps: _message(record, caps), fits, tightest=tightest)
+    fits whatever the record: see the module docstring. ``browser``: a pending ask also offers
+    ``Open in browser`` (the web platform is on)."""
+    return first_fit(LEVELS, lambda caps: _message(record, caps, browser), fits, tightest=tightest)
 
 
-def _message(record: AskRecord, caps: Caps) -> Message:
+def _message(record: AskRecord, caps: Caps, browser: bool = False) -> Message:
     shown = Shown(record)
     colour = (
         PENDING_COLOUR
@@ -238,7 +241,7 @@ def _message(record: AskRecord, caps: Caps) -> Message:
     outcome = shown.outcome(REPLIES)
     if outcome is None:
         content = _answerers_line(shown)
-        view = message_view(record)
+        view = message_view(record, browser=browser)
         allowed = answerer_mentions(record.answerers[:MAX_ANSWERERS_SHOWN])
     else:
         content, view, allowed = plain(outcome), None, NO_MENTIONS
@@ -255,6 +258,10 @@ def _question_text(q: Question, caps: Caps) -> str:
     return fit(q.question, caps.question) + hint
 
 
+OPEN_IN_BROWSER = "Open in browser"
+"""The button that gives the person who clicks it their own link to answer in the browser."""
+
+
 def _view(*buttons: ui.Button[ui.View]) -> ui.View:
     """A view only to render: stopped, so discord.py keeps no copy (clicks are dispatched by the
     DynamicItem template, from the custom_id alone), and no timeout ever disables it."""
@@ -265,8 +272,14 @@ def _view(*buttons: ui.Button[ui.View]) -> ui.View:
     return view
 
 
-def message_view(record: AskRecord) -> ui.View:
-    """The controls of a pending ask."""
+def message_view(record: AskRecord, *, browser: bool = False) -> ui.View:
+    """The controls of a pending ask; with ``browser``, ``Open in browser`` on a row of its own
+    after them (a one-click question's five buttons fill the first row)."""
+    web = (
+        [ui.Button[ui.View](label=OPEN_IN_BROWSER, custom_id=routing.web_id(record.id), row=1)]
+        if browser
+        else []
+    )
     if one_click(record.questions):
         q = record.questions.questions[0]
         buttons = [
@@ -279,11 +292,14 @@ def message_view(record: AskRecord) -> ui.View:
             for oi, o in enumerate(q.options)
         ]
         other = ui.Button[ui.View](label="Other…", custom_id=routing.other_id(record.id, 0), row=0)
-        return _view(*buttons, other)
+        return _view(*buttons, other, *web)
     answer = ui.Button[ui.View](
-        label="Answer", custom_id=routing.answer_id(record.id), style=discord.ButtonStyle.primary
+        label="Answer",
+        custom_id=routing.answer_id(record.id),
+        style=discord.ButtonStyle.primary,
+        row=0,
     )
-    return _view(answer)
+    return _view(answer, *web)
 
 
 def step_view(step: routing.Step) -> ui.View:

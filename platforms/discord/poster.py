@@ -6,6 +6,7 @@ import discord
 
 from bridge.poster import AnswererIds, Poster
 from bridge.record import AskRecord, MessageRef
+from bridge.web_links import browser_links
 from platforms.discord.client import RestClient
 from platforms.discord.markup import reminder_content, render_message
 from platforms.discord.text import ANSWERER_RULE, answerer_id, is_user
@@ -33,8 +34,11 @@ class DiscordPoster(Poster):
     answerer_rule = ANSWERER_RULE
     answerer_ids = AnswererIds(own_form=answerer_id, individual=is_user)
 
-    def __init__(self, rest: RestClient) -> None:
+    def __init__(self, rest: RestClient, *, browser: bool | None = None) -> None:
         self.rest = rest
+        self.browser = browser_links() is not None if browser is None else browser
+        """Pending messages offer ``Open in browser`` (default: when the web platform is on and
+        its public URL is set, :func:`bridge.web_links.browser_links`)."""
 
     def refusal(self, error: Exception) -> str | None:
         """Discord's words for a 400 "Invalid Form Body" (which fields, and why)."""
@@ -55,7 +59,7 @@ class DiscordPoster(Poster):
         channel = client.get_partial_messageable(channel_id)
 
         async def send(tightest: bool) -> discord.Message:
-            message = render_message(record, tightest=tightest)
+            message = render_message(record, tightest=tightest, browser=self.browser)
             return await channel.send(
                 content=message.content,
                 embeds=message.embeds,
@@ -80,7 +84,7 @@ class DiscordPoster(Poster):
         target = channel.get_partial_message(snowflake(record.message.message_id, "message"))
 
         async def edit(tightest: bool) -> None:
-            message = render_message(record, tightest=tightest)
+            message = render_message(record, tightest=tightest, browser=self.browser)
             await target.edit(
                 content=message.content,
                 embeds=message.embeds,

@@ -129,20 +129,23 @@ class SlackReceiver:
         # imported here: a process that only posts (``ask`` through a shared store) loads neither
         # Bolt nor the click path
         from bridge.clicks import answer_clicks
+        from bridge.web_links import browser_links
         from platforms.slack.app import build_app
         from platforms.slack.groups import GroupResolver
         from platforms.slack.markup import REPLIES
 
+        links = browser_links()
         self.client = client
         self.app_token = settings.app() if settings.socket_mode else None
         self.signing = None if self.app_token is not None else settings.signing()
         clicks = answer_clicks(
             store,
-            SlackPoster(client),
+            SlackPoster(client, browser=links is not None),
             REPLIES,
             membership=GroupResolver(client),
             store_timeout=store_timeout,
             ack_budget=ack_budget,
+            links=links,
         )
         self.app, self.interactions = build_app(clicks, client, fast_path=fast_path)
         self.link = None

@@ -73,6 +73,7 @@ class Interactions:
         app.action(routing.whole(routing.TEMPLATES["pick"]))(self.on_pick)
         app.action(routing.whole(routing.TEMPLATES["other"]))(self.on_open)
         app.action(routing.whole(routing.TEMPLATES["answer"]))(self.on_open)
+        app.action(routing.whole(routing.TEMPLATES["web"]))(self.on_link)
         app.action(ids.ACTION_PATTERN)(self.on_malformed)  # last: every other id of ours
         app.view(ids.FORM_CALLBACK)(self.on_view)
         app.view(ids.OTHER_CALLBACK)(self.on_view)
@@ -91,6 +92,11 @@ class Interactions:
         """A button that opens a modal: acked at once, the modal opened within
         :attr:`fast_path` (else a loading modal at once, filled in later)."""
         await self._handle(ack, body, client, Timing.ACK_FIRST, self.fast_path)
+
+    async def on_link(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """``Open in browser``: judged before the ack as a click is; the person's own link (or
+        why there is none) follows in an ephemeral message only they see."""
+        await self._handle(ack, body, client, Timing.JUDGE_FIRST, None)
 
     async def on_malformed(
         self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient

@@ -28,12 +28,14 @@ characters Slack counts; a newline is two):
   (4 × (2 + 60) and their separators) and the typed answer (300 and its markup): 1,145. Both
   are well within a section's 3,000 (1,172 and 1,221 with the block's JSON);
 * the intro (the asker, :data:`ASKER` 80, and ten answerers' mentions of at most 42 each): 621;
-  the ``Answer`` button: 227; the approvals of an ask several people must agree on (the rule, a
+  the ``Answer`` button: 227, and 145 more with ``Open in browser`` beside it (when the web
+  platform is on); the approvals of an ask several people must agree on (the rule, a
   count of earlier ones and ten submissions of at most 240 each,
   :meth:`bridge.replies.Replies.approvals`): 2,563, or once ended the outcome (ten mentions):
-  545. One single-select question's buttons instead: 976;
-* so at most ``4 × 1,172 + 621 + 227 + 2,563 + 8 = 8,107`` (the 8: the array's brackets and
-  commas) of the 12,000 budget pending, 5,200 once answered, in at most 7 blocks of 50
+  545. One single-select question's buttons instead: 976, and ``Open in browser`` in a block
+  of its own: 201;
+* so at most ``4 × 1,172 + 621 + 227 + 145 + 2,563 + 8 = 8,252`` (the 8: the array's brackets
+  and commas) of the 12,000 budget pending, 5,200 once answered, in at most 7 blocks of 50
   (``tests/platforms/conformance/test_slack_conformance.py`` renders these worst cases).
 
 The poster may also ask for the last level directly (``tightest=True``), to retry once when
@@ -125,6 +127,9 @@ LEVELS = (
 """From the most generous to the tightest: descriptions and typed answers are shortened first,
 then the question texts and labels too."""
 
+OPEN_IN_BROWSER = "Open in browser"
+"""The button that gives the person who clicks it their own link to answer in the browser."""
+
 MARKUP = Markup(cut=lambda text, cap: fit(text, cap), bold="*", typed="✏️ _{}_")
 """Slack's mrkdwn for a question's options and answers (each text escaped and cut by
 :func:`text.fit`)."""
@@ -174,11 +179,12 @@ def _is_dm(record: AskRecord) -> bool:
     return channel.startswith("D") or (dest.user is not None and not dest.channel)
 
 
-def render_message(record: AskRecord, *, tightest: bool = False) -> Message:
+def render_message(record: AskRecord, *, tightest: bool = False, browser: bool = False) -> Message:
     """The message for the record's status, at the most generous level that fits; at the last
     level at once with ``tightest`` (a retry after Slack refused a rendering). The last level
-    fits whatever the record: see the module docstring."""
-    return first_fit(LEVELS, lambda caps: _message(record, caps), fits, tightest=tightest)
+    fits whatever the record: see the module docstring. ``browser``: a pending ask also offers
+    ``Open in browser`` (the web platform is on)."""
+    return first_fit(LEVELS, lambda caps: _message(record, caps, browser), fits, tightest=tightest)
 
 
 def fits(message: Message) -> bool:
@@ -200,7 +206,7 @@ def _texts(block: dict[str, Any]) -> list[str]:
     return found + [e["text"] for e in block.get("elements", ()) if e.get("type") == "mrkdwn"]
 
 
-def _message(record: AskRecord, caps: Caps) -> Message:
+def _message(record: AskRecord, caps: Caps, browser: bool = False) -> Message:
     rid = secrets.token_hex(3)  # fresh block ids on every render, so clients drop stale state
     shown = Shown(record)
     blocks: list[Block] = [ContextBlock(block_id=f"{rid}.who", elements=[_intro(shown)])]
@@ -210,12 +216,20 @@ def _message(record: AskRecord, caps: Caps) -> Message:
         blocks.append(SectionBlock(block_id=f"{rid}.q{i}", text=MarkdownTextObject(text=body)))
         if shown.one_click:
             blocks.append(_buttons(record.id, i, q, caps, rid))
+    controls: list[ButtonElement] = []
     if shown.form:
         label = "Answer" if len(questions) == 1 else f"Answer {len(questions)} questions"
-        button = ButtonElement(
-            text=label, action_id=routing.answer_id(record.id), value="answer", style="primary"
+        controls.append(
+            ButtonElement(
+                text=label, action_id=routing.answer_id(record.id), value="answer", style="primary"
+            )
         )
-        blocks.append(ActionsBlock(block_id=f"{rid}.act", elements=[button]))
+    if browser and shown.pending:  # not a URL button: each person gets a link of their own
+        controls.append(
+            ButtonElement(text=OPEN_IN_BROWSER, action_id=routing.web_id(record.id), value="web")
+        )
+    if controls:
+        blocks.append(ActionsBlock(block_id=f"{rid}.act", elements=controls))
     approvals = shown.approvals(REPLIES)
     if approvals:  # at most 12 lines of at most ~200 each: within a section's 3000
         text = MarkdownTextObject(text="\n".join(approvals))

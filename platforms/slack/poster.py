@@ -10,6 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.poster import AnswererIds, Poster
 from bridge.record import AskRecord, MessageRef
+from bridge.web_links import browser_links
 from platforms.slack.client import error_code
 from platforms.slack.markup import reminder_text, render_message
 from platforms.slack.text import ANSWERER_RULE, answerer_id, is_user
@@ -34,8 +35,11 @@ class SlackPoster(Poster):
     answerer_rule = ANSWERER_RULE
     answerer_ids = AnswererIds(own_form=answerer_id, individual=is_user)
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, *, browser: bool | None = None) -> None:
         self.client = client
+        self.browser = browser_links() is not None if browser is None else browser
+        """Pending messages offer ``Open in browser`` (default: when the web platform is on and
+        its public URL is set, :func:`bridge.web_links.browser_links`)."""
 
     def refusal(self, error: Exception) -> str | None:
         """Slack's error code for a refused message (:data:`REFUSALS`), or slack_sdk's words
@@ -58,7 +62,7 @@ class SlackPoster(Poster):
 
     async def _post(self, record: AskRecord, channel: str, tightest: bool) -> MessageRef:
         dest = record.destination
-        message = render_message(record, tightest=tightest)
+        message = render_message(record, tightest=tightest, browser=self.browser)
         resp = await self.client.chat_postMessage(
             channel=channel,
             thread_ts=dest.thread,
@@ -99,7 +103,7 @@ class SlackPoster(Poster):
         ref = record.message
 
         async def edit(tightest: bool) -> None:
-            message = render_message(record, tightest=tightest)
+            message = render_message(record, tightest=tightest, browser=self.browser)
             await self.client.chat_update(
                 channel=ref.channel, ts=ref.message_id, text=message.text, blocks=message.wire
             )

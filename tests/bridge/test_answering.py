@@ -879,9 +879,10 @@ def test_malformed_step_ids_are_bad_routes(bad: str) -> None:
 async def test_a_form_costs_what_its_submission_alone_costs_on_redis(
     standalone: RedisServer,
 ) -> None:
-    """A submitted form is judged, built and submitted by one script, with no read of the record
-    before it: it runs the commands a bare submission of its answers runs and one HGET (and a form
-    that does not fit is refused by that one script)."""
+    """A submitted form is judged and built in Python from the ask's terms, which a process reads
+    once per ask and keeps, then submitted by one script: a form on an ask this process has seen
+    (the refused form read its terms) runs exactly the commands a bare submission of its answers
+    runs, less that submission's own first read of its ask's terms (one HGET)."""
     store = RedisStore.from_url(standalone.url, prefix=f"form{time.time_ns()}")
     raw = Redis.from_url(standalone.url, decode_responses=True)
 
@@ -910,10 +911,10 @@ async def test_a_form_costs_what_its_submission_alone_costs_on_redis(
         ]
         who = Responder(user_id=ALICE.user_id, name=ALICE.name)
         submitted = await ran(store.submit(bare.id, who, answers))
-        body = submitted["cmdstat_hget"] + 1  # and the script reads the question set
+        terms_kept = submitted["cmdstat_hget"] - 1
         assert await ran(answering.submit_form(form.id, ALICE, picks)) == {
             **submitted,
-            "cmdstat_hget": body,
+            "cmdstat_hget": terms_kept,
         }
         assert (await store.get(form.id)).answers == tuple(answers)  # type: ignore[union-attr]
     finally:
@@ -927,6 +928,7 @@ async def test_a_form_costs_what_its_submission_alone_costs_on_redis(
         routing.pick_id("a" * 64, 3, 4),
         routing.other_id("ask_1-x", 12),
         routing.answer_id("A"),
+        routing.web_id("ask_1-x"),
         routing.next_id("abc", (routing.Choice(frozenset({0, 3}), typed=True),) * 4),
         "askb:pick:abc:0",
         "askb:pick:abc:0:1:2",
@@ -939,6 +941,8 @@ async def test_a_form_costs_what_its_submission_alone_costs_on_redis(
         "askb:frobnicate:abc",
         "askb:",
         "askb:answer:abc\nx",
+        "askb:web:abc:0",
+        "askb:web:",
     ],
 )
 def test_every_id_of_ours_matches_one_template_as_parse_reads_it(control_id: str) -> None:

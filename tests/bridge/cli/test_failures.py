@@ -186,11 +186,12 @@ WITHOUT_SLACK = "import sys; sys.modules['slack_sdk'] = sys.modules['slack_bolt'
             ["serve", "--port", "0"],
             "ask-bridge serve: no chat platform is installed and configured (slack needs its "
             "extra: pip install 'ask-bridge[slack]'; discord: Discord is not configured: set "
-            "DISCORD_TOKEN, the bot token)",
+            "DISCORD_TOKEN, the bot token; web: ASK_BRIDGE_WEB_SECRET is not set (make one "
+            "with: openssl rand -hex 32))",
         ),
         (
             ["serve", "--platform", "nosuch"],
-            "ask-bridge serve: unknown platform 'nosuch' (installed: console, discord; slack "
+            "ask-bridge serve: unknown platform 'nosuch' (installed: console, discord, web; slack "
             "needs its extra: pip install 'ask-bridge[slack]')",
         ),
     ],

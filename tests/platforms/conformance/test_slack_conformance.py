@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from slack_sdk.models.blocks import ButtonElement, SectionBlock
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge import replies
+from bridge import clicks, replies
 from bridge.answering import MAX_TYPED
 from bridge.models import (
     MAX_DESCRIPTION,
@@ -303,10 +303,10 @@ async def send_everything(client: Recorder, record: AskRecord, *, modals: bool) 
     """Everything the Slack platform sends about ``record``: its post (at the level it picks and
     at the tightest), its update and a reminder; with ``modals``, the modals and every reply a
     person can get."""
-    poster = SlackPoster(client)
+    poster = SlackPoster(client, browser=True)  # the larger message: with Open in browser
     await poster.post(record)
     await poster.update(record)
-    tightest = render_message(record, tightest=True)
+    tightest = render_message(record, tightest=True, browser=True)
     await client.chat_postMessage(channel=CHANNEL, text=tightest.text, blocks=tightest.wire)
     await poster.remind(record, 1)
     if not modals:
@@ -326,7 +326,11 @@ async def send_everything(client: Recorder, record: AskRecord, *, modals: bool) 
 def replies_for(record: AskRecord) -> list[str]:
     """Every text a person can be told privately about ``record``."""
     said = [REPLIES.not_allowed(record), replies.GONE, replies.RECORDED, replies.NOT_OPENED]
-    said += [replies.TRY_AGAIN, replies.MAYBE_SAVED, replies.BAD_CONTROL]
+    said += [replies.TRY_AGAIN, replies.MAYBE_SAVED, replies.BAD_CONTROL, clicks.NO_BROWSER]
+    said.append(f"{REPLIES.not_allowed(record)} {clicks.BROWSER_GROUPS}")
+    said.append(
+        clicks.LINK_WORDS.format(valid="43200 minutes", url="https://a.example/a/" + "x" * 1024)
+    )
     for sub in record.submissions:
         said += [
             REPLIES.recorded(record, sub.user_id),
@@ -345,9 +349,13 @@ def check(record: AskRecord, *, modals: bool | None = None) -> None:
     client = Recorder()
     asyncio.run(send_everything(client, record, modals=modals))
     assert_calls_conform(client)
-    for message in (render_message(record), render_message(record, tightest=True)):
-        assert blocks_cost(message) <= BLOCKS_BUDGET
-        assert_seen(record, message.wire)
+    for browser in (False, True):
+        for message in (
+            render_message(record, browser=browser),
+            render_message(record, tightest=True, browser=browser),
+        ):
+            assert blocks_cost(message) <= BLOCKS_BUDGET
+            assert_seen(record, message.wire)
     if modals:
         meta = ids.ModalMeta(record.id, channel=CHANNEL)
         assert_view_seen(record, form_view(record, meta).to_dict())
@@ -486,8 +494,8 @@ def test_the_tightest_level_fits_the_largest_records_by_the_stated_arithmetic(
 ) -> None:
     """The markup module's docstring adds up the last level's worst case; these records reach
     every cap, and their sizes are the ones it states."""
-    message = render_message(record, tightest=True)
-    stated = {"pending": 8107, "answered": 5200, "agreed": 5200, "one-click": 2800}
+    message = render_message(record, tightest=True, browser=True)  # the larger: Open in browser
+    stated = {"pending": 8252, "answered": 5200, "agreed": 5200, "one-click": 3010}
     assert blocks_cost(message) <= stated[name]
     sections = [b["text"]["text"] for b in message.wire if b["type"] == "section"]
     assert max(len(t) for t in sections) <= 3000

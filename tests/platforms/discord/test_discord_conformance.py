@@ -328,10 +328,14 @@ def check_journey(wire: Wire, journey: Journey) -> None:
         assert_answers_shown(record, body)
     assert_answers_shown(journey.cancelled, cancelled)
     assert "still waits for an answer" in reminder["content"]
-    for record in journey.statuses():  # the level a retry uses fits too
-        tightest = render_message(record, tightest=True)
-        assert fits(tightest)
-        assert not check_request("PATCH", "/channels/1/messages/2", body_of(tightest))
+    for record in journey.statuses():  # the level a retry uses fits too, with Open in browser
+        for browser in (False, True):
+            for message in (
+                render_message(record, browser=browser),
+                render_message(record, tightest=True, browser=browser),
+            ):
+                assert fits(message)
+                assert not check_request("PATCH", "/channels/1/messages/2", body_of(message))
 
 
 def body_of(message: Message) -> dict[str, Any]:
