@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.cli.args import port
+from bridge.cli.failures import ANSWERED, DEFERRED, ENDED, FAILED, REJECTED
 from bridge.errors import InvalidQuestions, NotAnswered, ToolRejected
 from bridge.followups import Destination
 from bridge.text import one_line
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from bridge.store.base import Store
     from bridge.web_links import Links, PagesPlatform
 
-ANSWERED, FAILED, REJECTED, DEFERRED, ENDED = 0, 1, 2, 3, 4
 WEB = "web"
 """The web platform's name in the registry: asks people on no chat platform (see the module)."""
 

@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from bridge.store.base import StoreUnavailable
 
+ANSWERED = 0
+"""``ask``/``wait``: the ask was answered (the answers on stdout)."""
 FAILED = 1
 """Configuration or infrastructure failure (and any other failure), in every command."""
+REJECTED = 2
+"""``ask``: the question set was refused as it stands (fix it and ask again)."""
+DEFERRED = 3
+"""``ask``/``wait``: nobody answered within the wait; the ask stays open, its answers come later."""
+ENDED = 4
+"""``ask``/``wait``: the ask ended without an answer (expired or cancelled)."""
 BROKEN_PIPE = 141
 """The reader of our output went away (``ask-bridge show ID | head``): 128 + SIGPIPE, as a shell
 reports a command killed by it -- quietly, no traceback."""

@@ -21,7 +21,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bridge.cli.args import seconds
-from bridge.cli.ask import ANSWERED, DEFERRED, ENDED, FAILED
+from bridge.cli.failures import ANSWERED, DEFERRED, ENDED, FAILED
 
 if TYPE_CHECKING:
     from bridge.record import AskRecord
