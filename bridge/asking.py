@@ -456,15 +456,13 @@ class ChatHandler:
 
     async def _create(self, ask: _Asking, record: AskRecord) -> None:
         """Store the new ask. A cancellation landing meanwhile (Ctrl-C right after the call
-        began) may find the ask already stored, its reply unread: the create is let finish, and
-        what it made is closed as cancelled like any later cancellation, never left pending."""
-        creating = asyncio.ensure_future(self.store.create(record))
+        began) may find the ask already stored, its reply unread: what it made is closed as
+        cancelled like any later cancellation, never left pending (the create went out before
+        the close does, so the store has it by then; if it never ran, there is nothing to close)."""
         try:
-            await asyncio.shield(creating)
+            await self.store.create(record)
         except asyncio.CancelledError:
-            await asyncio.wait([creating])
-            if not creating.cancelled() and creating.exception() is None:
-                await self._cancelled(ask)
+            await self._cancelled(ask)
             raise
 
     async def _post(self, record: AskRecord) -> MessageRef:

@@ -356,13 +356,12 @@ async def test_cancelled_while_recording_the_message_closes_and_shows_it(
 
 async def test_cancelled_while_creating_closes_what_the_create_stored(store: Store) -> None:
     """Ctrl-C right after the call began: the store has the ask but its reply is not read yet.
-    The create is let finish and the ask closed as cancelled, not left pending for the sweeper
-    to expire hours later."""
+    The ask is closed as cancelled, not left pending for the sweeper to expire hours later."""
     poster = MemoryPoster()
     handler = ChatHandler(poster, store, DEST, AskPolicy(wait=30))
     real_create = store.create
     stored = asyncio.Event()
-    reply = asyncio.Event()
+    reply = asyncio.Event()  # never set: the reply is lost to the cancellation
     made: list[str] = []
 
     async def slow_reply(record: AskRecord) -> None:
@@ -376,9 +375,6 @@ async def test_cancelled_while_creating_closes_what_the_create_stored(store: Sto
         call = asyncio.create_task(handler(QS, {}))
         await stored.wait()
         call.cancel()
-        await asyncio.sleep(0.05)
-        assert not call.done()  # it waits for the create rather than leave its ask behind
-        reply.set()
         with pytest.raises(asyncio.CancelledError):
             await call
     finally:
