@@ -8,7 +8,11 @@ every :data:`POLL` seconds meanwhile for submissions (the store pushes only endi
 each change to every open page of the ask. Open streams are bounded per process
 (:data:`MAX_STREAMS`): one more is refused (503) and the page still works, without live updates.
 A stream sends a heartbeat comment every :data:`HEARTBEAT` seconds (proxies close idle ones), and
-ends when the ask ends or the link expires.
+ends when the ask ends, the link expires or the page leaves. A page that left (its browser closed
+the connection) is noticed by its watcher at its next read, within :data:`POLL` seconds, not at
+the stream's next heartbeat: until then the stream held its handler, its watcher (a read every
+:data:`POLL` seconds) and a place among the :data:`MAX_STREAMS`, so pages reloaded faster than
+the heartbeat filled the process with streams nobody watched and the next ones were refused.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from bridge.aio import stop
@@ -36,7 +40,8 @@ MAX_STREAMS = 2000
 
 @dataclass(frozen=True)
 class Change:
-    """What a page is told: ``progress`` (the submissions changed) or ``ended``, with the ask."""
+    """What a page is told: ``progress`` (the submissions changed) or ``ended``, with the ask;
+    or ``left``: its page is gone (the stream ends, telling nobody)."""
 
     kind: str
     record: AskRecord
@@ -58,8 +63,17 @@ class _Watch:
     """One ask watched for every page open on it."""
 
     def __init__(self) -> None:
-        self.pages: set[asyncio.Queue[Change]] = set()
+        self.pages: dict[asyncio.Queue[Change], Callable[[], bool]] = {}
+        """Each open page's queue, and whether the page is still there (connected)."""
         self.task: asyncio.Task[None] | None = None
+
+    def let_go(self, record: AskRecord) -> None:
+        """Tell each page that is gone that it left, and stop telling it anything."""
+        for page, here in list(self.pages.items()):
+            if not here():
+                del self.pages[page]
+                with contextlib.suppress(asyncio.QueueFull):  # behind: its next write fails
+                    page.put_nowait(Change("left", record))
 
 
 class LiveAsks:
@@ -76,20 +90,23 @@ class LiveAsks:
         return self.open >= self.max_streams
 
     @contextlib.asynccontextmanager
-    async def changes(self, record: AskRecord) -> AsyncIterator[asyncio.Queue[Change]]:
-        """A queue of the changes to ``record`` (as the page showed it) until the context ends."""
+    async def changes(
+        self, record: AskRecord, here: Callable[[], bool]
+    ) -> AsyncIterator[asyncio.Queue[Change]]:
+        """A queue of the changes to ``record`` (as the page showed it) until the context ends,
+        or until ``here()`` (asked at each read of the ask) finds the page gone: ``left``."""
         queue: asyncio.Queue[Change] = asyncio.Queue(maxsize=8)
         watch = self._watches.get(record.id)
         if watch is None:
             watch = self._watches[record.id] = _Watch()
             watch.task = asyncio.create_task(self._watch(record, watch), name="web live ask")
-        watch.pages.add(queue)
+        watch.pages[queue] = here
         self.open += 1
         try:
             yield queue
         finally:
             self.open -= 1
-            watch.pages.discard(queue)
+            watch.pages.pop(queue, None)
             if not watch.pages and self._watches.get(record.id) is watch:
                 del self._watches[record.id]
                 if watch.task is not None:
@@ -103,8 +120,10 @@ class LiveAsks:
                 record = ended or await self.store.get(seen.id)
             except StoreUnavailable as exc:
                 log.warning("web: live updates of ask %s wait for the store: %s", seen.id, exc)
+                watch.let_go(seen)
                 await asyncio.sleep(self.poll)
                 continue
+            watch.let_go(record or seen)
             if record is None:
                 return
             if _mark(record) == mark:

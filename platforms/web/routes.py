@@ -285,14 +285,17 @@ class WebRoutes:
             # changed since the page was made: it catches up before the watch takes over
             await stream.write(event("progress", pages.render_status(record)))
         try:
-            await self._stream(stream, record, link)
+            await self._stream(request, stream, record, link)
         except ConnectionError:  # the page was closed or left: nothing to tell anyone
             pass
         return stream
 
-    async def _stream(self, stream: web.StreamResponse, record: AskRecord, link: Link) -> None:
-        """Send ``record``'s changes until it ends or ``link`` expires, a heartbeat between."""
-        async with self.live.changes(record) as changes:
+    async def _stream(
+        self, request: web.Request, stream: web.StreamResponse, record: AskRecord, link: Link
+    ) -> None:
+        """Send ``record``'s changes until it ends, ``link`` expires or the page leaves (its
+        connection closed: aiohttp then drops the request's transport), a heartbeat between."""
+        async with self.live.changes(record, lambda: request.transport is not None) as changes:
             await stream.write(b": live\n\n")
             while (left := until(link.expires_at)) > 0:
                 try:
@@ -301,6 +304,8 @@ class WebRoutes:
                 except TimeoutError:
                     await stream.write(b": keep-alive\n\n")
                     continue
+                if change.kind == "left":
+                    break
                 if change.kind == "ended":
                     await stream.write(event("ended", change.record.status.value))
                     break
