@@ -2,12 +2,16 @@
 and that every call returns its own answer.
 
 Run: ``.venv/bin/python -m bench.engine_waits [N ...] [--questions 1,4] [--texts realistic,repeated]
-[--burst] [--elsewhere]`` (default 10,000, both kinds of text). For each N, for 1 and 4 questions
+[--burst] [--elsewhere] [--entries ainvoke,acall] [--not-held]`` (default 10,000, both kinds of
+text, through ``ainvoke``). For each N, for 1 and 4 questions
 per ask, and for each kind of text, a fresh child process imports the bridge, opens a
 ``RedisStore``, makes one whole warm-up call (so lazy imports, the connections and the scripts are
 in place), then starts N tool calls (:data:`WAVE` at a time, or all at once with ``--burst``)
-through ``AskUserTool.ainvoke`` with the model's arguments as decoded JSON -- exactly what a
-framework hands over, and held by the bench as a framework holds them -- each validated, created,
+through ``AskUserTool.ainvoke`` (or each entry point ``--entries`` names: ``acall``, the
+documented async form, returns the result's content) with the model's arguments as decoded JSON --
+exactly what a framework hands over, and held by the bench as a framework holds them (with
+``--not-held`` handed over and kept by nobody else, as a host that decodes each call's JSON text
+for the call: what the call itself keeps of them shows) -- each validated, created,
 posted (a poster that shows nothing) and waiting. RSS is read once every call is waiting *and* the
 server has run no command for a second (INFO commandstats), so every call's status check has run,
 after a collection. Connections are counted with CLIENT LIST while every call waits. Then a second
@@ -36,6 +40,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -94,8 +99,34 @@ async def floor(n: int) -> None:
     await asyncio.gather(*parked)
 
 
-async def child(url: str, n: int, n_questions: int, wave: int, texts: str, elsewhere: bool) -> None:
-    prefix = f"waits{n_questions}x{n}{texts}"
+ENTRIES = ("ainvoke", "acall")
+
+
+def own_answer(out: ToolOutcome | str | dict[str, Any]) -> tuple[str, str] | None:
+    """The first answer of a returned call: its typed text (the answerer wrote the ask id) and
+    its question; ``None`` if deferred to the feed. From the outcome, or from the JSON text
+    ``acall`` returns."""
+    if isinstance(out, ToolOutcome):
+        if out.answers is None:
+            return None
+        return out.answers[0].other_text or "", out.answers[0].question
+    if isinstance(out, dict):  # acall's deferred result
+        return None
+    first = json.loads(out)["answers"][0]
+    return str(first["other_text"] or ""), str(first["question"])
+
+
+async def child(
+    url: str,
+    n: int,
+    n_questions: int,
+    wave: int,
+    texts: str,
+    elsewhere: bool,
+    entry: str = "ainvoke",
+    held: bool = True,
+) -> None:
+    prefix = f"waits{n_questions}x{n}{texts}{entry}{int(held)}"
     store = RedisStore.from_url(url, prefix=prefix)
     poster = NullPoster()
     handler = ChatHandler(
@@ -118,15 +149,20 @@ async def child(url: str, n: int, n_questions: int, wave: int, texts: str, elsew
     await warm
     poster.queue = None
 
-    args = [arguments(texts, n_questions, i) for i in range(n)]
+    call = tool.acall if entry == "acall" else tool.ainvoke
+    args = [arguments(texts, n_questions, i) for i in range(n)] if held else []
     gc.collect()
     before = rss()
     # ``args`` stays referenced, as a framework holds a tool call's arguments until it returns:
-    # what the call itself keeps is measured, not the arguments the bench built
-    calls: list[asyncio.Task[ToolOutcome]] = []
+    # what the call itself keeps is measured, not the arguments the bench built; not held, each
+    # call's are made as it starts and handed over
+    calls: list[asyncio.Task[ToolOutcome | str | dict[str, Any]]] = []
     t0 = time.perf_counter()
     for start in range(0, n, wave):
-        calls += [asyncio.create_task(tool.ainvoke(a)) for a in args[start : start + wave]]
+        calls += [
+            asyncio.create_task(call(args[i] if held else arguments(texts, n_questions, i)))
+            for i in range(start, min(n, start + wave))
+        ]
         while poster.posted < len(calls) + 1:  # noqa: ASYNC110 (polling a counter)
             await asyncio.sleep(0.01)
     await quiet(raw)  # every call's status check (and lease) has reached the server
@@ -151,19 +187,19 @@ async def child(url: str, n: int, n_questions: int, wave: int, texts: str, elsew
     # each result checked as it comes and then dropped, as a framework hands it on to its model
     waiting = set(calls)
     calls.clear()
-    returned: asyncio.Queue[asyncio.Task[ToolOutcome]] = asyncio.Queue()
-    for call in waiting:
-        call.add_done_callback(returned.put_nowait)
+    returned: asyncio.Queue[asyncio.Task[ToolOutcome | str | dict[str, Any]]] = asyncio.Queue()
+    for task in waiting:
+        task.add_done_callback(returned.put_nowait)
     ok = deferred = 0
     while waiting:
-        call = await returned.get()
-        waiting.discard(call)
-        out = call.result()
-        if out.answers is None:  # the answer went to the feed: the call's lease had lapsed
+        done = await returned.get()
+        waiting.discard(done)
+        got = own_answer(done.result())
+        if got is None:  # the answer went to the feed: the call's lease had lapsed
             deferred += 1
             continue
-        first = out.answers[0]
-        ok += mine.get(first.other_text or "") == first.question
+        ask_id, question = got
+        ok += mine.get(ask_id) == question
     answered = time.perf_counter() - t1
     await answering
     dropped = await buffer_drops(raw) - dropped
@@ -171,6 +207,8 @@ async def child(url: str, n: int, n_questions: int, wave: int, texts: str, elsew
         json.dumps(
             {
                 "n": n,
+                "entry": entry,
+                "held": held,
                 "questions": n_questions,
                 "texts": texts,
                 "wave": wave,
@@ -219,8 +257,10 @@ async def buffer_drops(raw: Redis) -> int:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        url, n, n_questions, wave, texts, where = sys.argv[2:8]
-        asyncio.run(child(url, int(n), int(n_questions), int(wave), texts, where == "1"))
+        url, n, n_questions, wave, texts, where, entry, kept = sys.argv[2:10]
+        asyncio.run(
+            child(url, int(n), int(n_questions), int(wave), texts, where == "1", entry, kept == "1")
+        )
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--answer":
         asyncio.run(answer_all(sys.argv[2], sys.argv[3]))
@@ -244,6 +284,16 @@ def main() -> None:
     elsewhere = "--elsewhere" in args
     if elsewhere:
         args.remove("--elsewhere")
+    held = "--not-held" not in args
+    if not held:
+        args.remove("--not-held")
+    entries: tuple[str, ...] = ("ainvoke",)
+    if "--entries" in args:
+        at = args.index("--entries")
+        entries = tuple(args[at + 1].split(","))
+        del args[at : at + 2]
+        if not set(entries) <= set(ENTRIES):
+            sys.exit(f"--entries: one or more of {', '.join(ENTRIES)}")
     wave = WAVE
     if "--burst" in args:
         args.remove("--burst")
@@ -260,11 +310,23 @@ def main() -> None:
             bare = json.loads(out.strip().splitlines()[-1])["floor_per_task"]
             for q in shapes:
                 for texts in kinds:
-                    run(url, n, q, wave, texts, bare, elsewhere)
+                    for entry in entries:
+                        run(url, n, q, wave, texts, bare, elsewhere, entry, held)
 
 
-def run(url: str, n: int, q: int, wave: int, texts: str, bare: float, elsewhere: bool) -> None:
-    """One child process: ``n`` calls of ``q`` questions with ``texts``; print its figures."""
+def run(
+    url: str,
+    n: int,
+    q: int,
+    wave: int,
+    texts: str,
+    bare: float,
+    elsewhere: bool,
+    entry: str = "ainvoke",
+    held: bool = True,
+) -> None:
+    """One child process: ``n`` calls of ``q`` questions with ``texts`` through ``entry``; print
+    its figures."""
     where = "1" if elsewhere else "0"
     done = subprocess.run(
         [
@@ -278,6 +340,8 @@ def run(url: str, n: int, q: int, wave: int, texts: str, bare: float, elsewhere:
             str(wave or n),
             texts,
             where,
+            entry,
+            "1" if held else "0",
         ],
         capture_output=True,
         text=True,
@@ -288,8 +352,10 @@ def run(url: str, n: int, q: int, wave: int, texts: str, bare: float, elsewhere:
     r = json.loads(done.stdout.strip().splitlines()[-1])
     started = "all at once" if r["wave"] >= n else f"{r['wave']:,} at a time"
     print(
-        f"{r['n']:,} waiting ask_user calls, {r['questions']} question(s), {texts} texts, fresh "
-        f"process, started {started}: {r['rss_per_call'] / 1024:.1f} KB RSS per call (floor: a "
+        f"{r['n']:,} waiting ask_user calls through {entry} (arguments "
+        f"{'held by the bench' if held else 'handed over, kept by nobody else'}), "
+        f"{r['questions']} question(s), {texts} texts, fresh process, started {started}: "
+        f"{r['rss_per_call'] / 1024:.1f} KB RSS per call (floor: a "
         f"bare parked task in a fresh process {bare / 1024:.2f} KB); {r['connections']} Redis "
         f"connections; {r['ok']:,}/{r['n']:,} returned their own answer, {r['deferred']:,} "
         f"deferred to the feed (all waiting after {r['ready_s']:.1f} s, all answered "

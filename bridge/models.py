@@ -150,10 +150,12 @@ def share_fields_sets(qs: QuestionSet) -> QuestionSet:
     read only, as every ``model_fields_set`` is meant to be. Done for the sets the tool
     validates, not in every model's ``model_post_init``: that call per instance would double
     the cost of every record the store parses back (about 9 us more for four questions)."""
+    last: set[str] | None = None
     for model in (qs, *qs.questions, *(o for q in qs.questions for o in q.options)):
         fields = model.__pydantic_fields_set__
-        shared = _FIELDS_SETS.setdefault(frozenset(fields), fields)
-        object.__setattr__(model, "__pydantic_fields_set__", shared)
+        if fields != last:  # most options were given the same fields: compared, not hashed
+            last = _FIELDS_SETS.setdefault(frozenset(fields), fields)
+        object.__setattr__(model, "__pydantic_fields_set__", last)
     return qs
 
 

@@ -39,8 +39,7 @@ _ALWAYS = re.compile(f"[{_ALWAYS_CHARS}]")
 except the three kept in emoji (ZWJ U+200D, selectors U+FE0E and U+FE0F)."""
 
 _JOINERS = re.compile(r"[\u200d\ufe0e\ufe0f]")
-"""The characters :func:`visible` keeps or drops by their neighbours: a text without any (nearly
-every text) skips that character-by-character pass."""
+"""The characters :func:`visible` keeps or drops by their neighbours (:func:`_joiners_kept`)."""
 
 _BLANK = re.compile(f"[\\s\u2800\u200d\ufe0e\ufe0f{_ALWAYS_CHARS}]*")
 """A text a person sees nothing of: whitespace (the braille blank U+2800 looks like one) and
@@ -63,9 +62,16 @@ _LINE_BREAKS = str.maketrans(
 paragraph separators) as the newline it shows as, rather than removed with the other controls
 (two lines would run together); and the braille blank, which shows as a space, as one."""
 _ZWJ = "\u200d"
-_PRESENTATION = "\ufe0e\ufe0f"
 _KEYCAP = "\u20e3"
-_SKIN_TONES = range(0x1F3FB, 0x1F400)
+_CHANGED = re.compile(f"[\r\x0b\x0c\x85\u2028\u2029\u2800\u200d\ufe0e\ufe0f{_ALWAYS_CHARS}]")
+"""Any character :func:`visible` removes, replaces or judges by its neighbours: a text without
+one (nearly every text) is returned as it is, once it is known to be NFC, after one search in C."""
+ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+"""The ASCII characters :func:`visible` changes (controls but tab and newline; carriage return is
+one), in a small class that is quick to search: ASCII text is told by ``str.isascii`` and most of
+it by ``str.isprintable`` (no tab or newline either), both far quicker than any character class."""
+_SKIN_TONE_CHARS = "".join(map(chr, range(0x1F3FB, 0x1F400)))
+_DIGITS = frozenset("0123456789#*")
 
 
 def _symbol(char: str) -> bool:
@@ -76,37 +82,63 @@ def _takes_presentation(before: str, after: str) -> bool:
     """Whether a presentation selector between ``before`` and ``after`` changes what is shown."""
     if not before:
         return False
-    if before in "0123456789#*":
+    if before in _DIGITS:
         return after == _KEYCAP
     return ord(before) > 0x7F and unicodedata.category(before)[0] in "SP"
 
 
-def _joined_base(kept: list[str]) -> str:
-    """The character a joiner appended to ``kept`` would follow, skin tones and selectors aside."""
-    for char in reversed(kept):
-        if char not in _PRESENTATION and ord(char) not in _SKIN_TONES:
-            return char
-    return ""
+def _joiners_kept(chars: str) -> str:
+    """``chars`` (no character of :data:`_ALWAYS` left) without the joiners and presentation
+    selectors that change nothing shown: a ZWJ stays only between two symbols (the one before it
+    found past skin tones and selectors), a selector only where :func:`_takes_presentation` says.
+
+    Each decision depends on what was kept before it, so it is made joiner by joiner, in order;
+    the text between two joiners is kept whole, in slices, so the Python work grows with the
+    joiners (a few in a text with emoji), not with the text's length."""
+    pieces: list[str] = []
+    last = ""  # the last character kept
+    base = ""  # the last character kept that a ZWJ would join: no selector, no skin tone
+    start = 0
+    end = len(chars)
+    for found in _JOINERS.finditer(chars):
+        at = found.start()
+        if at > start:
+            run = chars[start:at]
+            pieces.append(run)
+            last = run[-1]
+            toned = run.rstrip(_SKIN_TONE_CHARS)
+            if toned:
+                base = toned[-1]
+        start = at + 1
+        char = chars[at]
+        after = chars[start] if start < end else ""
+        if char == _ZWJ:
+            if not (base and _symbol(base) and after and _symbol(after)):
+                continue
+            base = char
+        elif not _takes_presentation(last, after):
+            continue
+        pieces.append(char)
+        last = char
+    pieces.append(chars[start:])
+    return "".join(pieces)
 
 
 def visible(text: str) -> str:
     """``text`` without the characters that show as nothing, NFC-normalised; every line break
     (CR LF, CR, NEL, line and paragraph separators...) becomes a newline. Idempotent; leading and
     trailing whitespace is left alone."""
+    if text.isascii():
+        if text.isprintable() or ASCII_CONTROL.search(text) is None:
+            return text
+    elif _CHANGED.search(text) is None:
+        if unicodedata.is_normalized("NFC", text):
+            return text
+        return unicodedata.normalize("NFC", text)
     chars = _ALWAYS.sub("", text.replace("\r\n", "\n").translate(_LINE_BREAKS))
-    if _JOINERS.search(chars) is None:
-        return unicodedata.normalize("NFC", chars)
-    kept: list[str] = []
-    for i, char in enumerate(chars):
-        after = chars[i + 1] if i + 1 < len(chars) else ""
-        if char == _ZWJ:
-            base = _joined_base(kept)
-            if not (base and _symbol(base) and after and _symbol(after)):
-                continue
-        elif char in _PRESENTATION and not _takes_presentation(kept[-1] if kept else "", after):
-            continue
-        kept.append(char)
-    return unicodedata.normalize("NFC", "".join(kept))
+    if _JOINERS.search(chars) is not None:
+        chars = _joiners_kept(chars)
+    return unicodedata.normalize("NFC", chars)
 
 
 def look(text: str) -> str:

@@ -421,25 +421,32 @@ class AskUserTool:
 
     async def acall(self, questions: object) -> str | dict[str, Any]:
         """The tool result: answers JSON text, or the deferred dict."""
-        return (await self.ainvoke(questions)).content
+        asking = self.ainvoke(questions)
+        del questions  # the call drops it once checked; this frame would keep it all the wait
+        return (await asking).content
 
     # -- sync --------------------------------------------------------------------------------
 
     def invoke(self, questions: object) -> ToolOutcome:
         """Sync :meth:`ainvoke`. Works with or without an event loop running in this thread
         (with one, the ask runs in a worker thread with its own loop)."""
+        qs = validate_questions(questions)
+        del questions  # the caller's object: this call does not keep it alive while it waits
+        return self._invoke_checked(qs)
+
+    def _invoke_checked(self, qs: QuestionSet) -> ToolOutcome:
+        """:meth:`invoke` of a checked set, here or, under a running loop, in a worker thread."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return self._invoke_here(questions)
-        return _run_in_new_thread(lambda: self._invoke_here(questions))
+            return self._invoke_here(qs)
+        return _run_in_new_thread(lambda: self._invoke_here(qs))
 
-    def _invoke_here(self, questions: object) -> ToolOutcome:
+    def _invoke_here(self, qs: QuestionSet) -> ToolOutcome:
         """The sync path, in a thread without a running loop: a sync handler runs right here (so
         a terminal prompt gets Ctrl-C directly); an async handler's work runs on the loop every
         synchronous call shares (:func:`bridge.loops.run`), where a store's subscription and
         leases outlive the call: the next synchronous call hears its answer too."""
-        qs = validate_questions(questions)
         callback = self._handler()
         context = self._context_for_ask()
         reads_back = getattr(callback, "ask_outcome", None)
@@ -463,7 +470,9 @@ class AskUserTool:
 
     def __call__(self, questions: object) -> str | dict[str, Any]:
         """The tool result: answers JSON text, or the deferred dict."""
-        return self.invoke(questions).content
+        qs = validate_questions(questions)
+        del questions  # as in invoke: not kept alive while the call waits
+        return self._invoke_checked(qs).content
 
 
 Tool = AskUserTool

@@ -46,10 +46,12 @@ from bridge.models import (
     QuestionSet,
     share_fields_sets,
 )
-from bridge.text import blank, look
+from bridge.text import ASCII_CONTROL, blank, look
 
 QUESTION_FIELDS = ("question", "header", "options", "multiSelect")
 OPTION_FIELDS = ("label", "description")
+_QUESTION_KEYS = frozenset(QUESTION_FIELDS)
+_OPTION_KEYS = frozenset(OPTION_FIELDS)
 
 _QUESTIONS_ARRAY = f"an array of {MIN_QUESTIONS} to {MAX_QUESTIONS} question objects"
 _OPTION_EXAMPLE = '{"label": "...", "description": "..."}'
@@ -77,6 +79,9 @@ MAX_BYTES = {
 wire) follows its bytes, and a text of 3- or 4-byte characters would otherwise weigh up to four
 times its character bound. Twice the character bound leaves every Latin text its full length and
 others at least half of it; a header may be any 12 characters, emoji included."""
+
+_MAX_CHARS = {key: min(_MAX_LENGTH.get(key, size), size) for key, size in MAX_BYTES.items()}
+"""The most characters an ASCII text may have (one byte each): within both bounds."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 """Control characters other than tab and newline (C0, DEL and C1), and the line and paragraph
@@ -127,25 +132,13 @@ def _as_list(value: object) -> list[object] | None:
 
 def _as_mapping(value: object) -> Mapping[Any, object] | None:
     """A mapping (or a ready :class:`Question`/:class:`Option` model, dumped) or ``None``."""
+    if type(value) is dict:  # decoded JSON: most of the time
+        return value
     if isinstance(value, Question | Option):
         return value.model_dump()
     if isinstance(value, Mapping):
         return value
     return None
-
-
-def _plain(value: object) -> object:
-    """Plain dicts, lists and stripped strings for the pydantic models, stripped exactly as the
-    rules were checked (Python's ``str.strip``, which also removes characters pydantic keeps)."""
-    if isinstance(value, str):
-        return value.strip()
-    obj = _as_mapping(value)
-    if obj is not None:
-        return {key: _plain(item) for key, item in obj.items()}
-    items = _as_list(value)
-    if items is not None:
-        return [_plain(item) for item in items]
-    return value
 
 
 def shorten(text: str, limit: int) -> str:
@@ -163,6 +156,9 @@ class _Checker:
 
     def __init__(self) -> None:
         self.problems: list[str] = []
+        self.checked: list[dict[str, object]] = []
+        """Each question's stripped fields, while no problem was found: what the models are
+        built from, so the arguments are walked once."""
 
     def add(self, problem: str) -> None:
         self.problems.append(problem)
@@ -180,6 +176,21 @@ class _Checker:
                 )
 
     def text(self, obj: Mapping[Any, object], key: str, path: str) -> str | None:
+        value = obj.get(key)
+        if (
+            type(value) is str
+            and value.isascii()
+            and (value.isprintable() or ASCII_CONTROL.search(value) is None)
+        ):
+            # nearly every text: ASCII without controls, so blank only if all whitespace, its
+            # bytes its characters, and nothing to encode -- the same checks, in fewer steps
+            stripped = value.strip()
+            if stripped and len(stripped) <= _MAX_CHARS[key]:
+                return stripped
+        return self._text_problem(obj, key, path)
+
+    def _text_problem(self, obj: Mapping[Any, object], key: str, path: str) -> str | None:
+        """Every rule for one text, in the order its first broken one is reported."""
         where = f"{path}.{key}"
         if key not in obj:
             self.add(f"{where} is missing: {_FIX[key]}")
@@ -228,7 +239,8 @@ class _Checker:
         return stripped
 
     def question(self, item: object, path: str) -> str | None:
-        """Check one question; return its stripped text for the duplicate check."""
+        """Check one question; return its stripped text for the duplicate check. Once it passes,
+        its stripped fields are in :attr:`checked`, ready for the models."""
         obj = _as_mapping(item)
         if obj is None:
             self.add(
@@ -236,7 +248,8 @@ class _Checker:
                 f"multiSelect, got {json_type(item)}"
             )
             return None
-        self.unknown_fields(obj, path, QUESTION_FIELDS)
+        if not obj.keys() <= _QUESTION_KEYS:
+            self.unknown_fields(obj, path, QUESTION_FIELDS)
         text = self.text(obj, "question", path)
         header = self.text(obj, "header", path)
         if header is not None and len(header) > MAX_HEADER:
@@ -248,21 +261,28 @@ class _Checker:
             self.add(
                 f"{path}.multiSelect must be true or false, got {json_type(obj['multiSelect'])}"
             )
-        self.options(obj, path)
+        options = self.options(obj, path)
+        if not self.problems:
+            checked: dict[str, object] = {"question": text, "header": header, "options": options}
+            if "multiSelect" in obj:
+                checked["multiSelect"] = obj["multiSelect"]
+            self.checked.append(checked)
         return text
 
-    def options(self, obj: Mapping[Any, object], path: str) -> None:
+    def options(self, obj: Mapping[Any, object], path: str) -> list[dict[str, str | None]]:
+        """Check a question's options; return each one's stripped fields."""
+        checked: list[dict[str, str | None]] = []
         where = f"{path}.options"
         if "options" not in obj:
             self.add(f"{where} is missing: give {MIN_OPTIONS} to {MAX_OPTIONS} options")
-            return
+            return checked
         options = _as_list(obj["options"])
         if options is None:
             self.add(
                 f"{where} must be an array of {MIN_OPTIONS} to {MAX_OPTIONS} objects with label "
                 f"and description, got {json_type(obj['options'])}"
             )
-            return
+            return checked
         if not MIN_OPTIONS <= len(options) <= MAX_OPTIONS:
             self.add(
                 f"{where} has {len(options)} option{'s' if len(options) != 1 else ''}: give "
@@ -278,9 +298,10 @@ class _Checker:
                     f"{opath} must be an object with label and description, got {json_type(option)}"
                 )
                 continue
-            self.unknown_fields(ob, opath, OPTION_FIELDS)
+            if not ob.keys() <= _OPTION_KEYS:
+                self.unknown_fields(ob, opath, OPTION_FIELDS)
             label = self.text(ob, "label", opath)
-            self.text(ob, "description", opath)
+            checked.append({"label": label, "description": self.text(ob, "description", opath)})
             if label is None:
                 continue
             first = seen.setdefault(look(label), (j, label))
@@ -289,6 +310,7 @@ class _Checker:
                     f"{opath}.label {_short(label)} repeats {where}[{first[0]}].label"
                     f"{_alike(label, first[1])}: give each option of a question a distinct label"
                 )
+        return checked
 
 
 def _alike(text: str, first: str) -> str:
@@ -348,7 +370,7 @@ def validate_questions(raw: object) -> QuestionSet:
     if checker.problems:
         _reject(checker.problems)
     try:
-        return share_fields_sets(QuestionSet.model_validate({"questions": _plain(items)}))
+        return share_fields_sets(QuestionSet.model_validate({"questions": checker.checked}))
     except ValidationError as exc:  # a rule above missed something: still the model's to fix
         _reject([f"{_path(e['loc'])}: {e['msg']}" for e in exc.errors()])
 
@@ -439,7 +461,9 @@ def decode_arguments(text: str | bytes) -> object:
 
 
 def _drop_null_multiselect(questions: object) -> object:
-    if not isinstance(questions, list):
+    if not isinstance(questions, list) or not any(
+        type(q) is not dict or q.get("multiSelect", False) is None for q in questions
+    ):  # nothing to drop (nearly always): the list as it came, no copy
         return questions
     return [
         {k: v for k, v in q.items() if not (k == "multiSelect" and v is None)}

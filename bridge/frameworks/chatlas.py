@@ -38,7 +38,7 @@ from bridge.errors import InvalidQuestions
 from bridge.frameworks.providers import strict_parameters
 from bridge.result import ToolOutcome
 from bridge.tool import AskUserTool, tool_ask_user
-from bridge.validation import questions_from_arguments
+from bridge.validation import questions_from_arguments, validate_questions
 
 __all__ = ["ask_user_tool"]
 
@@ -64,7 +64,9 @@ def ask_user_tool(tool: AskUserTool = tool_ask_user, *, asynchronous: bool = Fal
 
         async def ask_user_async(questions: Any = _MISSING, **unknown: Any) -> object:
             try:
-                return _result(await tool.ainvoke(arguments(questions, unknown)))
+                asking = tool.ainvoke(arguments(questions, unknown))
+                del questions, unknown  # the model's: not kept alive while the call waits
+                return _result(await asking)
             except InvalidQuestions as rejected:
                 raise chatlas.ToolRejectError(rejected.message) from None
 
@@ -73,7 +75,9 @@ def ask_user_tool(tool: AskUserTool = tool_ask_user, *, asynchronous: bool = Fal
 
         def ask_user(questions: Any = _MISSING, **unknown: Any) -> object:
             try:
-                return _result(tool.invoke(arguments(questions, unknown)))
+                checked = validate_questions(arguments(questions, unknown))
+                del questions, unknown  # the model's: not kept alive while the call waits
+                return _result(tool.invoke(checked))
             except InvalidQuestions as rejected:
                 raise chatlas.ToolRejectError(rejected.message) from None
 

@@ -89,7 +89,9 @@ class AskUserBaseTool(BaseTool):
         **unknown: Any,
     ) -> tuple[str, dict[str, Any] | None]:
         try:
-            outcome = self._core.invoke(_arguments(questions, unknown))
+            checked = validate_questions(_arguments(questions, unknown))
+            del questions, unknown  # the model's: not kept alive while the call waits
+            outcome = self._core.invoke(checked)
         except ToolRejected as exc:
             raise ToolException(exc.message) from exc
         return outcome.text, _artifact(outcome)
@@ -101,7 +103,9 @@ class AskUserBaseTool(BaseTool):
         **unknown: Any,
     ) -> tuple[str, dict[str, Any] | None]:
         try:
-            outcome = await self._core.ainvoke(_arguments(questions, unknown))
+            asking = self._core.ainvoke(_arguments(questions, unknown))
+            del questions, unknown  # the model's: not kept alive while the call waits
+            outcome = await asking
         except ToolRejected as exc:
             raise ToolException(exc.message) from exc
         return outcome.text, _artifact(outcome)

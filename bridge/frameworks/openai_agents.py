@@ -80,7 +80,9 @@ def ask_user_tool(tool: AskUserTool = tool_ask_user) -> AskUserFunctionTool:
         if call_id in deferred:
             return True
         if call_id not in ready:
-            result = await arun_tool_call(params, tool)
+            asking = arun_tool_call(params, tool)
+            del params  # the model's: not kept alive while the call waits
+            result = await asking
             if result.deferred is not None:
                 extra = dict(result.deferred.extra or {})
                 deferred[call_id] = json.loads(json.dumps(extra, default=str))
@@ -103,7 +105,9 @@ def ask_user_tool(tool: AskUserTool = tool_ask_user) -> AskUserFunctionTool:
                 "answer: approve it with bridge.frameworks.openai_agents.approve_answers"
             )
         # Not asked by the policy: arguments that are not a JSON object, or a direct call.
-        return (await arun_tool_call(arguments, tool)).content
+        asking = arun_tool_call(arguments, tool)
+        del arguments  # the model's: not kept alive while the call waits
+        return (await asking).content
 
     return AskUserFunctionTool(
         name=tool.name,

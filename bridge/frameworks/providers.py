@@ -23,7 +23,7 @@ from bridge.deferred import AskUserDeferred
 from bridge.errors import ToolRejected
 from bridge.result import ToolOutcome
 from bridge.tool import AskUserTool, tool_ask_user
-from bridge.validation import questions_from_arguments
+from bridge.validation import questions_from_arguments, validate_questions
 
 __all__ = [
     "ToolCallResult",
@@ -174,7 +174,9 @@ def run_tool_call(
 ) -> ToolCallResult:
     """Run an ``ask_user`` call from a provider (sync; works inside a running event loop too)."""
     try:
-        return ToolCallResult.from_outcome(tool.invoke(questions_from_arguments(arguments)))
+        questions = validate_questions(questions_from_arguments(arguments))
+        del arguments  # the provider's objects: not kept alive while the call waits
+        return ToolCallResult.from_outcome(tool.invoke(questions))
     except ToolRejected as rejected:
         return ToolCallResult.from_rejection(rejected)
 
@@ -184,6 +186,8 @@ async def arun_tool_call(
 ) -> ToolCallResult:
     """Run an ``ask_user`` call from a provider (async)."""
     try:
-        return ToolCallResult.from_outcome(await tool.ainvoke(questions_from_arguments(arguments)))
+        asking = tool.ainvoke(questions_from_arguments(arguments))
+        del arguments  # the call drops what it needs once checked; this frame would keep it
+        return ToolCallResult.from_outcome(await asking)
     except ToolRejected as rejected:
         return ToolCallResult.from_rejection(rejected)

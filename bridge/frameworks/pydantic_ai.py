@@ -55,7 +55,9 @@ def ask_user_tool(
 
     async def ask_user(**arguments: Any) -> str:
         try:
-            outcome = await tool.ainvoke(questions_from_arguments(arguments))
+            asking = tool.ainvoke(questions_from_arguments(arguments))
+            del arguments  # the model's: not kept alive while the call waits
+            outcome = await asking
         except InvalidQuestions as rejected:
             raise ModelRetry(rejected.message) from None
         except ToolRejected as failed:
