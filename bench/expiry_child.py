@@ -7,7 +7,8 @@ same machine in the same run as this checkout's store part. Creates N posted 4-q
 that expire together (500 at a time), then expires them all as that revision's sweeper takes
 them: ``Store.sweep_batches`` drained where it exists, else ``Store.sweep`` (which returns every
 expired record). Uses only what every revision since issue 11 has. Prints one JSON line: the
-seconds creating them took and the store part's wall and CPU seconds, and how many it expired.
+seconds creating them took, the store part's wall and CPU seconds, the server's own CPU seconds
+over it (:func:`server_cpu`), and how many it expired.
 """
 
 from __future__ import annotations
@@ -18,10 +19,22 @@ import os
 import sys
 import time
 
-from question_texts import four_question_dicts
+import redis.asyncio as aredis
+
+
+async def server_cpu(client: aredis.Redis) -> float:
+    """The server's CPU seconds so far (``INFO cpu``: user and system, all its threads): read
+    before and after a store part, the difference is what Redis spent on it, whichever client
+    code drove it (this bench runs nothing else against the server meanwhile)."""
+    info = await client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 async def storm(url: str, prefix: str, n: int) -> dict[str, object]:
+    # imported here, not at the top: engine_scale.py imports this module (for server_cpu), and
+    # there bench/ is not on sys.path
+    from question_texts import four_question_dicts
+
     from bridge.models import QuestionSet
     from bridge.record import AskRecord, Destination, MessageRef
     from bridge.store.redis import RedisStore
@@ -46,6 +59,8 @@ async def storm(url: str, prefix: str, n: int) -> dict[str, object]:
         await asyncio.gather(*(record_message(r.id, message) for r in recs))
     made = time.perf_counter() - t0
     expired = 0
+    server = aredis.from_url(url)
+    served0 = await server_cpu(server)
     cpu0, t0 = time.process_time(), time.perf_counter()
     if hasattr(store, "sweep_batches"):
         async for batch in store.sweep_batches(now=expires + 1):
@@ -53,9 +68,11 @@ async def storm(url: str, prefix: str, n: int) -> dict[str, object]:
     else:
         expired = len(await store.sweep(expires + 1))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    served = await server_cpu(server) - served0
+    await server.aclose()
     import bridge
 
-    out = {"created": made, "wall": wall, "cpu": cpu, "expired": expired}
+    out = {"created": made, "wall": wall, "cpu": cpu, "server_cpu": served, "expired": expired}
     return {**out, "bridge": bridge.__file__}
 
 

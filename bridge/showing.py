@@ -54,8 +54,10 @@ async def show_final(
     ask_id, message = (ask, None) if isinstance(ask, str) else (ask.id, ask.message)
     by_platform = {posters.platform: posters} if isinstance(posters, Poster) else posters
     try:
-        # the record's message is recorded if the store never learned it (ended while posting)
-        record = await store.claim_render(ask_id, message=message, unshown=unshown)
+        # the record's message is recorded if the store never learned it (ended while posting);
+        # an ended record in hand (a click's verdict) is not built again from the store
+        known = None if isinstance(ask, str) else ask
+        record = await store.claim_render(ask_id, message=message, unshown=unshown, known=known)
         if record is None:
             return None
     except Exception:

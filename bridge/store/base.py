@@ -462,6 +462,7 @@ class Store(ABC):
         now: float | None = None,
         message: MessageRef | None = None,
         unshown: bool = False,
+        known: AskRecord | None = None,
     ) -> AskRecord | None:
         """Claim the right to show the ask's final state on its message, atomically across
         replicas: the ask has ended, has a message, and nobody claimed it within the render
@@ -471,18 +472,31 @@ class Store(ABC):
         and only the caller knows. ``unshown``: refuse an ask already marked shown
         (:meth:`mark_rendered`) -- a sweep's claim, since the sweep may have named the ask just
         before its renderer marked it; a late click's claim re-renders a shown ask on purpose.
+        ``known``: the ask as the caller holds it ended (a click's verdict, from the very step
+        that ended it or found it ended): what an ended ask shows never changes after, but for
+        where it was posted, so a granted claim returns it with the messages the store holds
+        now, and no second record is built from the store's data (ignored when it is not this
+        ask ended).
 
         Throttles re-renders (late clicks on an answered ask cost at most one update per interval)
         and keeps two replicas from rendering the same ending at once."""
+        if known is not None and (known.id != ask_id or known.status is AskStatus.PENDING):
+            known = None
         return await self._claim_render(
-            ask_id, time.time() if now is None else now, message, unshown
+            ask_id, time.time() if now is None else now, message, unshown, known
         )
 
     @abstractmethod
     async def _claim_render(
-        self, ask_id: str, now: float, message: MessageRef | None, unshown: bool
+        self,
+        ask_id: str,
+        now: float,
+        message: MessageRef | None,
+        unshown: bool,
+        known: AskRecord | None,
     ) -> AskRecord | None:
-        """:meth:`claim_render` with ``now`` filled in: the backend's one atomic step."""
+        """:meth:`claim_render` with ``now`` filled in, ``known`` checked to be this ask ended:
+        the backend's one atomic step."""
 
     @abstractmethod
     async def mark_rendered(self, ask_id: str) -> None:

@@ -373,8 +373,14 @@ class MemoryStore(MemoryState):
                 yield shown
 
     async def _claim_render(
-        self, ask_id: str, now: float, message: MessageRef | None, unshown: bool
+        self,
+        ask_id: str,
+        now: float,
+        message: MessageRef | None,
+        unshown: bool,
+        known: AskRecord | None,
     ) -> AskRecord | None:
+        # ``known`` saves nothing here: the record is held built, and returned as is
         with self._lock:
             entry = self._live(ask_id, now)
             if entry is None or entry.record.status is AskStatus.PENDING:

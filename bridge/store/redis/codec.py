@@ -14,7 +14,7 @@ from typing import Any
 
 from bridge.identities import PERSON_KEY
 from bridge.models import STORED, Answer
-from bridge.record import AskRecord, Submission
+from bridge.record import AskRecord, MessageRef, Submission
 from bridge.store.keys import Fields
 from bridge.store.terms import creation_text
 
@@ -61,6 +61,18 @@ def record(raw: dict[str, str]) -> AskRecord:
     withdrawn = Fields.SUBMISSION_WITHDRAWN
     gone = {f[len(withdrawn) :] for f in raw if f.startswith(withdrawn)}
     return built.model_copy(update={"submissions": submissions(built, subs, gone)})
+
+
+def with_messages(record: AskRecord, message: str, escalations: str) -> AskRecord:
+    """``record`` posted where the ``message`` and ``escalations`` fields say (JSON; ``''``:
+    none): what may change of an ended ask the caller holds."""
+    found = json.loads(escalations) if escalations else []
+    return record.model_copy(
+        update={
+            "message": MessageRef.model_validate_json(message),
+            "escalations": tuple(MessageRef.model_validate(each) for each in found),
+        }
+    )
 
 
 def has_follow_ups(raw: dict[str, str]) -> bool:

@@ -296,6 +296,7 @@ class Claim(Call):
     message: str
     detail: str
     unshown: str
+    brief: str
 
 
 @_op

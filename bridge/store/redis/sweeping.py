@@ -8,7 +8,6 @@ import asyncio
 import secrets
 import time
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any
 
 from bridge.aio import stop
 from bridge.record import AskRecord, MessageRef
@@ -73,13 +72,14 @@ class Sweeping(Indexes):
                 for task in flight:
                     await stop(task)
 
-    async def _visit(self, ids: Sequence[str], now: float) -> list[list[Any]]:
-        """``settle`` for each ask, one reply each: on Cluster one script call per ask (each in
-        its own slot), elsewhere :data:`_SETTLE_PER_CALL` asks per call, the calls pipelined."""
+    async def _visit(self, ids: Sequence[str], now: float) -> list[list[str]]:
+        """``settle`` for each ask, one reply each (its words: ``lua/settle.lua`` answers them
+        as one line): on Cluster one script call per ask (each in its own slot), elsewhere
+        :data:`_SETTLE_PER_CALL` asks per call, the calls pipelined."""
         if self._cluster:
             visit = Settle(self.lease_ttl, self.render_interval)
             runs = (self._run(a, visit, now=now) for a in ids)
-            return [list(replies[0]) for replies in await asyncio.gather(*runs)]
+            return [str(replies[0]).split("\n") for replies in await asyncio.gather(*runs)]
         calls: list[Outgoing] = []
         for at in range(0, len(ids), _SETTLE_PER_CALL):
             chunk = ids[at : at + _SETTLE_PER_CALL]
@@ -89,11 +89,11 @@ class Sweeping(Indexes):
             visit = Settle(self.lease_ttl, self.render_interval, tuple(chunk[1:]))
             head = self._head(visit.OP, chunk[0], now)
             calls.append(script_call(visit.OP, keys, argv(head, visit)))
-        out: list[list[Any]] = []
+        out: list[list[str]] = []
         for replies in await self._sent_now(calls):
             if isinstance(replies, Exception):
                 raise replies
-            out += (list(reply) for reply in replies)
+            out += (str(reply).split("\n") for reply in replies)
         return out
 
     async def _settle(self, ids: Sequence[str], now: float) -> list[Ended]:
@@ -152,19 +152,29 @@ class Sweeping(Indexes):
 
     @guarded("claim_render")
     async def _claim_render(
-        self, ask_id: str, now: float, message: MessageRef | None, unshown: bool
+        self,
+        ask_id: str,
+        now: float,
+        message: MessageRef | None,
+        unshown: bool,
+        known: AskRecord | None,
     ) -> AskRecord | None:
         await self._init()
         # a token per claim: redis-py's re-send of this very claim is granted again
         token = secrets.token_hex(8)
         text, detail = ("", "{}") if message is None else posted(message)
-        claim = Claim(self.render_interval, token, text, detail, "1" if unshown else "0")
+        brief = "0" if known is None else "1"
+        claim = Claim(self.render_interval, token, text, detail, "1" if unshown else "0", brief)
         if message is None:
             reply = await self._run(ask_id, claim, now=now, alone=True)
         else:  # it may learn the message here: indexed, so a failed render is retried by a sweep
             mark = time.time() + self.render_interval
             reply = await self._index_and_run(ask_id, claim, mark, now=now, nx=True, alone=True)
-        return codec.record(codec.pairs(reply[1])) if reply[0] == "claimed" else None
+        if reply[0] != "claimed":
+            return None
+        if known is None:
+            return codec.record(codec.pairs(reply[1]))
+        return codec.with_messages(known, str(reply[1]), str(reply[2]))
 
     @guarded("mark_rendered")
     async def mark_rendered(self, ask_id: str) -> None:

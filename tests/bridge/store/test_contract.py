@@ -982,6 +982,42 @@ async def test_every_redis_key_has_a_ttl(kind: str, request: pytest.FixtureReque
         await store.sweep(time.time() + 7200)
         after = await ttls()
         assert after[store.keys.rec(expired.id)] <= 3600  # closed: retention only
+        # ... its whole trail too: the noise of the one that has some, the other has none
+        trails = (
+            store.keys.log(expired.id),
+            store.keys.log(waited.id),
+            store.keys.noise(waited.id),
+        )
+        assert all(after[key] <= 3600 for key in trails), after
+        assert store.keys.noise(expired.id) not in after
+    finally:
+        await store.aclose()
+        await raw.aclose()
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_a_swept_expiry_numbers_its_event_in_the_one_sequence(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A sweep's expiry numbers its event from the count it read with the rest of the ask and
+    stores the count with the ending: every event after it follows on, one sequence over the
+    lifecycle list and the noise."""
+    url = url_for(kind, request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"seq{secrets.token_hex(3)}")
+    raw = raw_client(kind, url)
+    try:
+        rec = new_record()
+        await store.create(rec)
+        await store.set_message(rec.id, MessageRef(platform="memory", channel="C1", message_id="1"))
+        await store.record_event(rec.id, "opened", user_id="U_BOB")  # noise
+        await store.sweep(time.time() + 7200)
+        await store.record_event(rec.id, "late", user_id="U_BOB")
+        await store.mark_rendered(rec.id)
+        log = [json.loads(line) for line in await raw.lrange(store.keys.log(rec.id), 0, -1)]
+        noise = [json.loads(line) for line in await raw.lrange(store.keys.noise(rec.id), 0, -1)]
+        assert [e["kind"] for e in log] == ["created", "posted", "expired", "rendered"]
+        assert sorted(e["seq"] for e in log + noise) == list(range(1, 7))
     finally:
         await store.aclose()
         await raw.aclose()
@@ -1268,6 +1304,38 @@ async def test_claim_render_once_per_interval(make_store: StoreFactory) -> None:
     shown = await a.claim_render(unposted.id, message=ref)  # ... unless the claimant knows it
     assert shown is not None and shown.message == ref
     assert "posted" in [e.kind for e in await a.history(unposted.id)]
+
+
+async def test_a_claim_given_the_ended_ask_returns_what_the_store_holds(
+    make_store: StoreFactory,
+) -> None:
+    """A click's verdict holds the ask as it ended: the claim hands that back (nothing built
+    again from the store's data) posted where the store holds it now, equal in all it shows to
+    the record a claim without it returns; what is not this ask ended is not taken."""
+    store = await make_store(render_interval=10)
+    rec = new_record()
+    await store.create(rec)
+    ended = (await store.submit(rec.id, ALICE, YES)).record  # before the post was recorded
+    assert ended is not None and ended.message is None
+    ref = MessageRef(platform="memory", channel="C1", message_id="1")
+    now = time.time()
+    held = await store.claim_render(rec.id, now=now, message=ref, known=ended)
+    fresh = await store.claim_render(rec.id, now=now + 11)
+    assert held is not None and fresh is not None
+    assert held.messages == fresh.messages == (ref,)
+
+    def shown(r: AskRecord) -> tuple[object, ...]:
+        return r.status, r.answers, r.answered_by, r.answered_at, r.closed_at, r.submissions
+
+    assert shown(held) == shown(fresh) and held.id == fresh.id == rec.id
+    other = new_record()
+    await store.create(other)
+    await store.set_message(other.id, ref)
+    await store.close(other.id, AskStatus.CANCELLED)
+    # this ask held pending, or another ask ended: the store's record is returned
+    for at, wrong in ((now, other), (now + 30, ended)):
+        got = await store.claim_render(other.id, now=at, known=wrong)
+        assert got is not None and got.id == other.id and got.status is AskStatus.CANCELLED
 
 
 async def test_a_final_state_never_shown_is_swept_until_marked(make_store: StoreFactory) -> None:

@@ -161,7 +161,8 @@ async def test_an_escalation_posted_as_the_ask_ended_is_shown_ended_too(
     store = await make_store(render_interval=10)
     rec = await posted(store, escalate_after=60, escalate_to=MANAGERS)
     (claim,) = await store.claim_timers(rec.created_at + 61)
-    await store.close(rec.id, AskStatus.CANCELLED)  # while the escalation was being posted
+    closed = await store.close(rec.id, AskStatus.CANCELLED)  # while the escalation was posted
+    assert closed is not None and closed.messages == (FIRST,)
     assert await store.claim_render(rec.id) is not None
     await store.mark_rendered(rec.id)  # the first message shows it ended
     done = await store.timer_done(claim, SECOND)
@@ -169,3 +170,5 @@ async def test_an_escalation_posted_as_the_ask_ended_is_shown_ended_too(
     assert done.messages == (FIRST, SECOND)
     swept = await store.sweep(time.time() + 11)  # so a sweep shows it again, on both
     assert [(r.id, r.messages) for r in swept] == [(rec.id, (FIRST, SECOND))]
+    late = await store.claim_render(rec.id, now=time.time() + 22, known=closed)
+    assert late is not None and late.messages == (FIRST, SECOND)  # the held record learns both

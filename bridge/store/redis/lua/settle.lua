@@ -1,7 +1,9 @@
--- A sweep's visits, answered with one reply per ask. On Cluster, the one ask of KEYS. Elsewhere
--- a batch in one call (the per-call setup of a script is a good part of a visit's cost): the
--- first ask's keys and id as every op takes them, then each other ask's five keys (as KEYS 1-5)
--- and its id. Each visit is as the ask's own call would be.
+-- A sweep's visits, answered with one reply per ask: the words of settle()'s answer joined by
+-- newlines, which no word holds (a platform is JSON string text: a newline in it is escaped),
+-- for Redis spends several times more turning a table into its reply than a string. On Cluster,
+-- the one ask of KEYS. Elsewhere a batch in one call (the per-call setup of a script is a good
+-- part of a visit's cost): the first ask's keys and id as every op takes them, then each other
+-- ask's five keys (as KEYS 1-5) and its id. Each visit is as the ask's own call would be.
 local hold = ARGV[7] -- seconds until a held hand-off is checked again
 local interval = ARGV[8] -- the render interval (s)
 local other_ids = {unpack(ARGV, 9)}
@@ -11,13 +13,17 @@ local other_keys = {unpack(KEYS, 9)}
 -- interval the render interval (s). An ask to show or feed is answered {verdict, its platform,
 -- its hand-off, '1' if settled, '1' if on the ended-asks stream (else the caller adds it, then
 -- 'told')}, not with its record: a storm's sweep reads 100,000 of these. 'done' gives the
--- platform too. One read of the fields that decide it: an expiry is most of a storm's work.
+-- platform too. One read of the fields that decide it and of all an expiry needs (most of a
+-- storm's work: Redis spends more on each call a script makes than on what most calls do),
+-- the body too (the platform is in it, which nearly every visit answers with).
 local function settle(hold, interval)
-  local f = redis.call('HMGET', rec, 'status', 'exp', 'told', 'handoff')
+  local f = redis.call('HMGET', rec, 'status', 'exp', 'told', 'handoff', 'deferred', 'message',
+    'seq', 'body')
   local status, told, handoff = f[1], f[3], f[4]
   if not status then
     return {'missing'}
   end
+  body_found = f[8] or ''
   local function visited(verdict, unshown)
     -- unshown: nothing to show, known already (an expiry here: shown if and only if posted)
     local settled = (handoff == 'none' or handoff == 'sent' or handoff == 'confirmed')
@@ -26,7 +32,8 @@ local function settle(hold, interval)
   end
   if status == 'pending' then
     local expired, unposted
-    expired, handoff, told, unposted = expire_if_due(f[2])
+    expired, handoff, told, unposted = expire_if_due(f[2],
+      {deferred = f[5], message = f[6], seq = f[7]})
     if expired then
       return visited('expired', unposted)
     end
@@ -59,12 +66,14 @@ local function settle(hold, interval)
   return visited('show')
 end
 
-local replies = {settle(hold, interval)}
+unpending = {{}, {}}
+local replies = {table.concat(settle(hold, interval), '\n')}
 for i, other in ipairs(other_ids) do
   local k = (i - 1) * 5
   rec, log, lease = other_keys[k + 1], other_keys[k + 2], other_keys[k + 3]
   noise, wakers = other_keys[k + 4], other_keys[k + 5]
   ask_id, body_found, platform_found = other, nil, nil
-  replies[i + 1] = settle(hold, interval)
+  replies[i + 1] = table.concat(settle(hold, interval), '\n')
 end
+unpend_all()
 return replies

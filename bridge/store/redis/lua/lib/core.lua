@@ -15,12 +15,15 @@ end
 
 -- Append to the audit trail: lifecycle events to log (never trimmed), noise to its capped list.
 -- user_json is a JSON string or "null"; detail_json a JSON object. `ending`: finish() follows,
--- which gives the trail its retention (so its TTL is not matched to the record's here).
-local function event(kind, user_json, detail_json, ending)
-  local seq = redis.call('HINCRBY', rec, 'seq', 1)
+-- which gives the trail its retention (so its TTL is not matched to the record's here). `seq`:
+-- the event's number when the caller read the counter and stores it itself (an expiry: finish()
+-- writes it with the ending's other fields), else counted here. Returns the lifecycle list's
+-- length after a lifecycle event (nil after noise).
+local function event(kind, user_json, detail_json, ending, seq)
+  seq = seq or redis.call('HINCRBY', rec, 'seq', 1)
   local line = '{"at":' .. now .. ',"seq":' .. seq .. ',"kind":"' .. kind .. '","user_id":'
     .. user_json .. ',"detail":' .. detail_json .. '}'
-  local key = log
+  local key, logged = log, nil
   if NOISE[kind] then
     key = noise
     local n = redis.call('RPUSH', noise, line)
@@ -29,11 +32,12 @@ local function event(kind, user_json, detail_json, ending)
       redis.call('HINCRBY', rec, 'noise_dropped', n - noise_cap)
     end
   else
-    redis.call('RPUSH', log, line)
+    logged = redis.call('RPUSH', log, line)
   end
   if not ending then
     with_record(key)
   end
+  return logged
 end
 
 -- A process's wake-up channel joins the ask's wakers, for as long as the record lives.
@@ -105,13 +109,19 @@ end
 
 -- The platform the ask was posted to, read from the body without decoding it: the first
 -- '"destination":{"platform":"' in it is the record's own (text inside a JSON string never holds
--- an unescaped quote). A plain find (memchr-fast; a pattern match tried every position of the
--- body, the dearest step of an expiry), once per call. '' if not found.
+-- an unescaped quote). A plain find, once per ask: it stops at each occurrence of the text's
+-- first character, so it looks for '{"platform":"' (a body has a few dozen '{', and hundreds of
+-- '"': ten times fewer stops, an expiry's dearest step after its Redis calls) and checks what
+-- precedes it, else looks for the whole text. '' if not found.
+local DESTINATION = '"destination":'
 local platform_found
 local function platform()
   if platform_found == nil then
     local body = stored_body()
-    local _, at = string.find(body, '"destination":{"platform":"', 1, true)
+    local open, at = string.find(body, '{"platform":"', 1, true)
+    if open and string.sub(body, open - #DESTINATION, open - 1) ~= DESTINATION then
+      open, at = string.find(body, DESTINATION .. '{"platform":"', 1, true)
+    end
     local stop = at and string.find(body, '"', at + 1, true)
     platform_found = stop and string.sub(body, at + 1, stop - 1) or ''
   end
@@ -120,11 +130,27 @@ end
 
 -- The ask no longer counts among the pending: its member '<platform>\0<id>' leaves the pending
 -- index (bridge.store.keys.pending_member), its id the created index. On Cluster the caller
--- does it (other slots).
+-- does it (other slots). An op ending many asks in one call (a sweep's) sets `unpending` to
+-- {members, ids} and drops them all at its end (unpend_all): two calls for the lot, not two
+-- per ask (nothing reads the indexes in between: the call is atomic).
+local unpending = nil
 local function unpend()
-  if pending_index then
+  if not pending_index then
+    return
+  elseif unpending then
+    local members, ids = unpending[1], unpending[2]
+    members[#members + 1] = platform() .. '\0' .. ask_id
+    ids[#ids + 1] = ask_id
+  else
     redis.call('ZREM', pending_index, platform() .. '\0' .. ask_id)
     redis.call('ZREM', created_index, ask_id)
+  end
+end
+
+local function unpend_all()
+  if unpending and #unpending[1] > 0 then
+    redis.call('ZREM', pending_index, unpack(unpending[1]))
+    redis.call('ZREM', created_index, unpack(unpending[2]))
   end
 end
 
@@ -264,12 +290,21 @@ end
 -- settled: at once, or on Cluster once told); else once its final state is shown (tidy) -- not in
 -- this step, the whole of an expiry storm's, which would spend a third of it rebuilding bodies.
 -- `closing`: the ask closes unanswered (expired, cancelled) now, which is recorded in the same
--- write. Returns the hand-off, told, and whether it has no message (so nothing to show).
+-- write. `read`: the record's 'deferred' and 'message' as the caller read them in this call,
+-- the ending event's number to store ('seq', see event), and 'quiet' if the ask has no noise
+-- list -- an expiry's visit reads all it needs at once -- else nil: read here. Returns the
+-- hand-off, told, and whether it has no message (so nothing to show).
 local stream_kept = false -- the ended-asks stream was trimmed and its TTL set in this call
-local function finish(status, closing)
+local function finish(status, closing, read)
   unpend()
   local handoff, deferred = 'none', '0'
-  if redis.call('HGET', rec, 'deferred') == '1' then
+  local was_deferred
+  if read then
+    was_deferred = read.deferred
+  else
+    was_deferred = redis.call('HGET', rec, 'deferred')
+  end
+  if was_deferred == '1' then
     handoff = 'feed'
   elseif status == 'answered' then
     if redis.call('EXISTS', lease) == 1 then
@@ -293,11 +328,19 @@ local function finish(status, closing)
     redis.call('PEXPIRE', ended_stream, retention_ms + 86400000)
     told, stream_kept = '1', true
   end
-  local unposted = redis.call('HEXISTS', rec, 'message') == 0
+  local unposted
+  if read then
+    unposted = not read.message
+  else
+    unposted = redis.call('HEXISTS', rec, 'message') == 0
+  end
   if handoff == 'none' and unposted then
     undescribe() -- settled already, or once told (on Cluster): it keeps no descriptions now
   end
   local fields = {'status', status, 'handoff', handoff, 'told', told}
+  if read then
+    fields[#fields + 1], fields[#fields + 2] = 'seq', read.seq
+  end
   if deferred == '1' then
     fields[#fields + 1], fields[#fields + 2] = 'deferred', '1'
   end
@@ -307,7 +350,9 @@ local function finish(status, closing)
   redis.call('HSET', rec, unpack(fields))
   redis.call('PEXPIRE', rec, retention_ms)
   redis.call('PEXPIRE', log, retention_ms)
-  redis.call('PEXPIRE', noise, retention_ms)
+  if not (read and read.quiet) then
+    redis.call('PEXPIRE', noise, retention_ms)
+  end
   wake(status == 'answered')
   if handoff == 'none' and told == '1' and unposted then
     tidy() -- settled already: no sweep visits it again, nor anything else that would tidy it
@@ -316,13 +361,24 @@ local function finish(status, closing)
 end
 
 -- A pending ask past its expires_at (`exp`, read here unless the caller did) ends as expired (a
--- sweep's visit, or a late submission). Returns whether it did, and what finish returned.
-local function expire_if_due(exp)
+-- sweep's visit, or a late submission). `read`: the record's 'deferred', 'message' and 'seq'
+-- (the event counter) as the caller read them in this call, else nil (see finish). Returns
+-- whether it did, and what finish returned.
+local function expire_if_due(exp, read)
   if tonumber(exp or redis.call('HGET', rec, 'exp')) > tonumber(now) then
     return false
   end
-  event('expired', 'null', '{}', true)
-  return true, finish('expired', true)
+  if read then
+    local seq = (tonumber(read.seq) or 0) + 1
+    -- Every event is counted ('seq') and goes to one list, so a lifecycle list as long as the
+    -- count means no noise was ever written: no noise list to give the retention. (Shorter: some
+    -- was. Longer: a version before the count wrote it; its noise went to the same list.)
+    local logged = event('expired', 'null', '{}', true, seq)
+    read = {deferred = read.deferred, message = read.message, seq = seq, quiet = logged == seq}
+  else
+    event('expired', 'null', '{}', true)
+  end
+  return true, finish('expired', true, read)
 end
 
 -- The waiting call claims the outcome: a 'waiter' hand-off (or one it took already: a retry)
