@@ -1,6 +1,7 @@
 """Discord click latency through the bot, next to the engine's raw answer-to-resume.
 
-Run: ``.venv/bin/python -m bench.discord_clicks [N]`` (default 300 sequential clicks).
+Run: ``.venv/bin/python -m bench.discord_clicks [N] [--busy]`` (default 300 sequential clicks;
+``--busy``: a process spinning on a core beside every measured phase, :mod:`bench.busy`).
 
 * engine: ``store.submit`` on one connection -> ``store.wait`` returns on another (same Redis).
 * click-to-resume: the fake Discord sends ``INTERACTION_CREATE`` over its gateway to an
@@ -8,7 +9,9 @@ Run: ``.venv/bin/python -m bench.discord_clicks [N]`` (default 300 sequential cl
   in this process returns.
 * response: clicks fired open-loop at 200 per second for 5 seconds; each one's latency runs from
   its *scheduled* time to the moment the fake receives its interaction response (target: p99
-  under 100 ms; Discord's hard limit is 3 s).
+  under 100 ms; Discord's hard limit is 3 s). Beside it, the CPU time ``serve`` spent per click
+  in that phase (and this process's: it hosts the fake Discord and its gateway), read as in
+  ``bench/slack_clicks.py``.
 
 Discord itself is the loopback fake from the test suite, so the figures exclude Discord's network.
 """
@@ -22,6 +25,7 @@ import sys
 import time
 import uuid
 
+from bench import busy
 from bench.engine_common import pct, server_url
 from bridge import routing
 from bridge.models import Answer
@@ -37,6 +41,9 @@ from tests.support.samples import one_question_set
 RATE = 200
 SECONDS = 5
 USER = "100000000000000001"
+BUSY = busy.wanted(sys.argv)
+CPU_PER_CLICK: dict[str, float] = {}
+"""CPU seconds per click in the loaded phase: ``serve``'s, and this process's."""
 
 
 def ms(values: list[float], p: float) -> float:
@@ -96,10 +103,31 @@ async def clicks(
     return out
 
 
-async def responses(store: RedisStore, poster: DiscordPoster, fake: FakeDiscord) -> list[float]:
+async def shown(fake: FakeDiscord, records: list[AskRecord]) -> None:
+    """Return once every record's message was edited to show its outcome (within 30 s)."""
+    due = {f"/messages/{r.message.message_id}" for r in records if r.message is not None}
+    give_up = time.perf_counter() + 30
+    while due and time.perf_counter() < give_up:
+        edited = {
+            c.path[c.path.rfind("/messages/") :]
+            for c in fake.calls
+            if c.method == "PATCH" and c.status == 200
+        }
+        due -= edited
+        await asyncio.sleep(0.1)
+    assert not due, f"{len(due)} outcomes never shown"
+
+
+async def responses(
+    store: RedisStore, poster: DiscordPoster, fake: FakeDiscord, bot: int
+) -> list[float]:
+    """Clicks fired open-loop at ``RATE`` per second: each one's interaction response from its
+    scheduled time; ``bot``'s CPU time (the ``serve`` process) per click into
+    :data:`CPU_PER_CLICK`."""
     records = [await new_ask(store, poster) for _ in range(RATE * SECONDS)]
     gc.collect()
     gc.freeze()  # the fake's own bookkeeping must not pause the measurement with collections
+    serve_cpu, own_cpu = busy.cpu_seconds(bot), time.process_time()
     scheduled: list[float] = []
     sent: list[Interaction] = []
     began = time.perf_counter() + 0.1
@@ -112,6 +140,9 @@ async def responses(store: RedisStore, poster: DiscordPoster, fake: FakeDiscord)
         sent.append(await click(fake, record))
     for interaction in sent:
         await fake.responded(interaction, within=60)
+    await shown(fake, records)  # the updates showing the outcomes are part of a click's cost
+    CPU_PER_CLICK["serve"] = (busy.cpu_seconds(bot) - serve_cpu) / len(records)
+    CPU_PER_CLICK["bench"] = (time.process_time() - own_cpu) / len(records)
     return [i.responded_at - at for i, at in zip(sent, scheduled, strict=True) if i.responded_at]
 
 
@@ -129,9 +160,11 @@ async def run(n: int) -> None:
         try:
             await clicks(b, poster, fake, 20)  # warm up both paths
             await engine(a, b, poster, 20)
-            raw = await engine(a, b, poster, n)
-            resumed = await clicks(b, poster, fake, n)
-            answered = await responses(b, poster, fake)
+            assert bot.proc is not None
+            with busy.neighbour(BUSY):
+                raw = await engine(a, b, poster, n)
+                resumed = await clicks(b, poster, fake, n)
+                answered = await responses(b, poster, fake, bot.proc.pid)
         finally:
             await bot.stop()
             await poster.aclose()
@@ -139,7 +172,11 @@ async def run(n: int) -> None:
             await b.aclose()
             await fake.stop()
     cores = os.cpu_count()
-    print(f"discord clicks ({n} sequential; {RATE}/s for {SECONDS}s; {cores} cores; loopback fake)")
+    also = ", a busy neighbour beside it" if BUSY else ""
+    print(
+        f"discord clicks ({n} sequential; {RATE}/s for {SECONDS}s{also}; {cores} cores; "
+        "loopback fake)"
+    )
     print(f"  engine answer-to-resume   p50 {ms(raw, 50):7.2f} ms   p99 {ms(raw, 99):7.2f} ms")
     print(
         f"  discord click-to-resume   p50 {ms(resumed, 50):7.2f} ms   "
@@ -149,7 +186,12 @@ async def run(n: int) -> None:
         f"  response at {RATE}/s         p50 {ms(answered, 50):7.2f} ms   "
         f"p99 {ms(answered, 99):7.2f} ms   (from each click's scheduled time; target p99 < 100 ms)"
     )
+    print(
+        f"  CPU per click: serve {CPU_PER_CLICK['serve'] * 1000:.2f} ms "
+        f"({CPU_PER_CLICK['serve'] * RATE:.0%} of a core at {RATE}/s), this process "
+        f"{CPU_PER_CLICK['bench'] * 1000:.2f} ms"
+    )
 
 
 if __name__ == "__main__":
-    asyncio.run(run(int(sys.argv[1]) if len(sys.argv) > 1 else 300))
+    asyncio.run(run(busy.count(sys.argv, 300)))

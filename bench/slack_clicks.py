@@ -1,7 +1,7 @@
 """Slack click latency through the HTTP app, next to the engine's raw answer-to-resume.
 
 Run: ``.venv/bin/python -m bench.slack_clicks [N] [--busy]`` (default 300 sequential clicks;
-``--busy``: a process spinning on a core beside the loaded phase, as a busy neighbour would).
+``--busy``: a process spinning on a core beside every measured phase, :mod:`bench.busy`).
 
 * engine: ``store.submit`` on one connection -> ``store.wait`` returns on another (same Redis).
 * click-to-resume: a signed ``block_actions`` POST to an ``ask-bridge serve`` process (HTTP
@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import aiohttp
 
+from bench import busy
+from bench.busy import cpu_seconds as cpu_seconds  # web_streams.py and web_pages.py use it
 from bench.engine_common import pct, server_url
 from bridge import routing
 from bridge.models import Answer, QuestionSet
@@ -49,15 +49,9 @@ CPU_PER_CLICK: dict[str, float] = {}
 """CPU seconds per click in the loaded phase: ``serve``'s, and this process's."""
 SECONDS = 5
 PARKED = 1000
-BUSY = "--busy" in sys.argv
+BUSY = busy.wanted(sys.argv)
 SHOWN: list[float] = []
 """Each loaded-phase click's outcome on its message, from the click's scheduled time."""
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of process ``pid`` so far (``/proc``, Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ms(values: list[float], p: float) -> float:
@@ -154,11 +148,6 @@ async def acks(
     connector = aiohttp.TCPConnector(limit=0)
     scheduled: list[float] = []
     assert serve.proc is not None
-    neighbour = (
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])  # noqa: ASYNC220
-        if BUSY
-        else None
-    )
     serve_cpu, own_cpu = cpu_seconds(serve.proc.pid), time.process_time()
     async with aiohttp.ClientSession(connector=connector) as http:
         began = time.perf_counter() + 0.1
@@ -185,9 +174,6 @@ async def acks(
             if call.method == "chat.update" and call.ok and ts in due_of and ts not in shown:
                 shown[ts] = call.at - due_of[ts]
         await asyncio.sleep(0.1)
-    if neighbour is not None:
-        neighbour.kill()
-        neighbour.wait()
     assert len(shown) == len(due_of), f"{len(due_of) - len(shown)} outcomes never shown"
     SHOWN.extend(shown.values())
     for task in parked:
@@ -215,18 +201,19 @@ async def run(n: int) -> None:
         try:
             await clicks(b, poster, fake, serve, 20)  # warm up both paths
             await engine(a, b, poster, 20)
-            raw = await engine(a, b, poster, n)
-            resumed = await clicks(b, poster, fake, serve, n)
-            acked, loaded = await acks(b, poster, fake, serve)
+            with busy.neighbour(BUSY):
+                raw = await engine(a, b, poster, n)
+                resumed = await clicks(b, poster, fake, serve, n)
+                acked, loaded = await acks(b, poster, fake, serve)
         finally:
             await serve.stop()
             await a.aclose()
             await b.aclose()
             await fake.stop()
     cores = os.cpu_count()
-    busy = ", a busy neighbour beside it" if BUSY else ""
+    beside = ", a busy neighbour beside it" if BUSY else ""
     print(
-        f"slack clicks ({n} sequential; {RATE}/s for {SECONDS}s{busy}; {cores} cores; "
+        f"slack clicks ({n} sequential; {RATE}/s for {SECONDS}s{beside}; {cores} cores; "
         "loopback fake)"
     )
     print(f"  engine answer-to-resume   p50 {ms(raw, 50):7.2f} ms   p99 {ms(raw, 99):7.2f} ms")
@@ -251,5 +238,4 @@ async def run(n: int) -> None:
 
 
 if __name__ == "__main__":
-    counts = [a for a in sys.argv[1:] if a != "--busy"]
-    asyncio.run(run(int(counts[0]) if counts else 300))
+    asyncio.run(run(busy.count(sys.argv, 300)))

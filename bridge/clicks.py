@@ -374,7 +374,8 @@ class Clicks:
         not send); out of time, "your answer may have been saved"."""
         with giving_up_after(budget):
             try:
-                return await asyncio.wait_for(self.judge(click), budget + BACKSTOP)
+                async with asyncio.timeout(budget + BACKSTOP):
+                    return await self.judge(click)
             except TimeoutError:
                 return _LATE
 

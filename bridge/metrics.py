@@ -71,6 +71,14 @@ PLATFORM_ERRORS = Counter(
 PENDING = Gauge("ask_bridge_pending_asks", "Asks pending in the store", ["platform"])
 
 
+@functools.cache
+def _child(metric: Counter | Histogram, *labels: str) -> Any:
+    """``metric.labels(*labels)``, looked up once per process: every click counts and times
+    itself under a handful of label sets, and each lookup takes the metric's lock and checks
+    its labels anew. A child stays valid for the process's life (nothing removes them)."""
+    return metric.labels(*labels)
+
+
 class _Judged(Protocol):
     @property
     def outcome(self) -> Any: ...
@@ -145,9 +153,9 @@ def post_failed(record: AskRecord) -> None:
 def ended(record: AskRecord, *, user_id: str | None = None) -> None:
     """``record`` ended (answered, expired, cancelled) by this process's doing."""
     platform = record.destination.platform
-    ASKS_ENDED.labels(platform, record.status.value).inc()
+    _child(ASKS_ENDED, platform, record.status.value).inc()
     if record.status.value == "answered":
-        TIME_TO_ANSWER.labels(platform).observe(max(0.0, _answered_at(record) - record.created_at))
+        _child(TIME_TO_ANSWER, platform).observe(max(0.0, _answered_at(record) - record.created_at))
     step(record.status.value, record, user_id=user_id, outcome=record.status.value)
 
 
@@ -213,7 +221,7 @@ def platform_of(record: AskRecord | None) -> str:
 
 
 def acked(platform: str, seconds: float) -> None:
-    ACK_LATENCY.labels(platform).observe(seconds)
+    _child(ACK_LATENCY, platform).observe(seconds)
 
 
 def store_error(op: str) -> None:
@@ -276,7 +284,7 @@ def _judged(
         user_id = getattr(who, "user_id", None)
         outcome = str(getattr(verdict.outcome, "value", verdict.outcome))
         platform = platform_of(record)
-        CLICKS.labels(platform, outcome).inc()
+        _child(CLICKS, platform, outcome).inc()
         if record is not None:
             step("click", record, user_id=user_id, outcome=outcome)
             if ends and _ended_by_this(outcome, record, started):

@@ -1,0 +1,68 @@
+"""The latency benches' ``--busy`` mode (issue 27): a CPU hog really runs beside what is measured,
+and is gone afterwards; the answer-to-resume bench runs with it and says so."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import busy
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _children() -> set[int]:
+    """The pids of this process's children (``/proc``, Linux)."""
+    me = os.getpid()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # ended meanwhile
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                found.add(int(entry.name))
+    return found
+
+
+def test_the_neighbour_spins_on_a_core_while_the_block_runs_and_is_gone_after() -> None:
+    before = _children()
+    with busy.neighbour(True):
+        hog = _children() - before
+        assert len(hog) == 1, hog
+        (pid,) = hog
+        spent = busy.cpu_seconds(pid)
+        time.sleep(1.0)
+        # it spins: a core's worth when it has one, a share of one on a loaded machine
+        assert busy.cpu_seconds(pid) - spent > 0.05
+    assert pid not in _children()
+
+
+def test_no_neighbour_unless_asked() -> None:
+    before = _children()
+    with busy.neighbour(False):
+        assert _children() == before
+
+
+def test_the_flag_and_the_count_are_read_wherever_the_flag_stands() -> None:
+    assert busy.wanted(["b", "--busy", "50"]) and not busy.wanted(["b", "50"])
+    assert busy.count(["b", "--busy", "50"], 300) == 50
+    assert busy.count(["b", "50", "--busy"], 300) == 50
+    assert busy.count(["b", "--busy"], 300) == 300
+
+
+def test_answer_to_resume_runs_with_a_busy_neighbour() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.engine_latency", "50", "--busy"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "asks: 50, waiter and answerer in separate processes, a busy neighbour" in done.stdout
+    assert "answer->resume        p50" in done.stdout
