@@ -1,5 +1,7 @@
-"""What keeps the web platform's pages safe: headers, CSRF, the Origin check, a submit rate limit
-per person, and the rule that only loopback may be served without a configured secret.
+"""What keeps the web platform's pages safe: headers, CSRF, the Origin check and a submit rate
+limit per person (that only loopback is served without a configured secret is
+:func:`bridge.web_links.loopback`'s, checked by :meth:`WebPlatform.check_bind
+<platforms.web.WebPlatform.check_bind>`).
 
 * **Headers** (:func:`secure`) on every response: a strict Content-Security-Policy (nothing but
   this origin's own CSS and JS, no inline script or style, no framing, forms posting only here),
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -106,13 +107,3 @@ class RateLimit:
         while len(self._buckets) > self.people:
             self._buckets.popitem(last=False)
         return allowed
-
-
-def loopback(host: str) -> bool:
-    """Whether binding ``host`` serves only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
