@@ -8,8 +8,8 @@ only after every rule has passed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Annotated
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -133,30 +133,56 @@ class QuestionSet(BaseModel):
         return self.model_copy(update={"questions": bare})
 
 
-_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
-"""One ``model_fields_set`` per distinct set of field names, shared by the instances
-:func:`share_fields_sets` went through."""
+_M = TypeVar("_M", bound=BaseModel)
+_OPTION_GIVEN = {"label", "description"}
+_QUESTION_GIVEN = {"question", "header", "options"}
+_QUESTION_GIVEN_MULTI = {"question", "header", "options", "multiSelect"}
+_SET_GIVEN = {"questions"}
+_set_slot = object.__setattr__
 
 
-def share_fields_sets(qs: QuestionSet) -> QuestionSet:
-    """``qs``, its models now sharing their ``model_fields_set`` (one set per distinct set of
-    names given), and returned.
+def _built(cls: type[_M], values: dict[str, object], given: set[str]) -> _M:
+    """A ``cls`` holding ``values`` (every field, in the model's order) without validation, as
+    :meth:`BaseModel.model_construct` makes one, less its per-call bookkeeping; ``given`` is its
+    ``model_fields_set``, shared."""
+    model = cls.__new__(cls)
+    _set_slot(model, "__dict__", values)
+    _set_slot(model, "__pydantic_fields_set__", given)
+    _set_slot(model, "__pydantic_extra__", None)
+    _set_slot(model, "__pydantic_private__", None)
+    return model
 
-    pydantic gives every instance a set of the fields it was given (216 bytes): four questions
-    of four options are 21 models, and 4.5 KB of their 12.6 KB were these sets, held by every
-    tool call from its validation to its post (a wave of 1,000 calls holds them all at once, and
-    the memory they freed stays in the process). The models are frozen, so pydantic never adds
-    to the set in place (``model_copy`` copies it before adding the names it updates); it is
-    read only, as every ``model_fields_set`` is meant to be. Done for the sets the tool
-    validates, not in every model's ``model_post_init``: that call per instance would double
-    the cost of every record the store parses back (about 9 us more for four questions)."""
-    last: set[str] | None = None
-    for model in (qs, *qs.questions, *(o for q in qs.questions for o in q.options)):
-        fields = model.__pydantic_fields_set__
-        if fields != last:  # most options were given the same fields: compared, not hashed
-            last = _FIELDS_SETS.setdefault(frozenset(fields), fields)
-        object.__setattr__(model, "__pydantic_fields_set__", last)
-    return qs
+
+def checked_question_set(questions: Iterable[Mapping[str, Any]]) -> QuestionSet:
+    """The :class:`QuestionSet` of ``questions``: stripped fields that passed every rule of
+    :func:`bridge.validation.validate_questions` (which calls this, and only once they did).
+
+    Those rules are stricter than the models' constraints (a blank text is refused, not only an
+    empty one; labels and questions must differ in how they look, not only in their code
+    points), so pydantic's validation would re-check what was decided -- and for text outside
+    Latin scripts it costs: its strip and length constraints encode every text to UTF-8 again,
+    40% of the checking of a call at the contract's maximum sizes (the tests hold a built set
+    equal to the validated one for any input the rules accept). The models share their
+    ``model_fields_set``, one set per distinct set of names given: pydantic would give each of
+    a four-question set's 21 models its own (216 bytes), held by every tool call from its
+    validation to its post (a wave of 1,000 calls holds them all at once, and the memory they
+    freed stays in the process). The models are frozen, so pydantic never adds to a set in place
+    (``model_copy`` copies it before adding the names it updates)."""
+    built: list[Question] = []
+    for question in questions:
+        options = tuple(
+            _built(Option, {"label": o["label"], "description": o["description"]}, _OPTION_GIVEN)
+            for o in question["options"]
+        )
+        values: dict[str, object] = {
+            "question": question["question"],
+            "header": question["header"],
+            "options": options,
+            "multiSelect": question.get("multiSelect", False),
+        }
+        given = _QUESTION_GIVEN_MULTI if "multiSelect" in question else _QUESTION_GIVEN
+        built.append(_built(Question, values, given))
+    return _built(QuestionSet, {"questions": tuple(built)}, _SET_GIVEN)
 
 
 class Answer(BaseModel):

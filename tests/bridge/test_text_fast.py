@@ -103,6 +103,10 @@ _TEXTS = st.one_of(
 @example("1\ufe0f\ufe0f\u20e3")  # a keycap: the selector just before it stays
 @example("\U0001f600\u200d\U0001f3fd\u200d\U0001f600")  # the base found past a skin tone
 @example("Appro\u200bve\r\nok\u2029caf\u0065\u0301")
+@example("\u4e2d\U0001f600\u4e2d\u200b")  # past an emoji, a BMP character that goes
+@example("\u4e2d\U0001f600\u4e2d\U000e0041")  # past an emoji, a tag character
+@example("\u4e2d\U0001f600\u4e2d\U0001d173")  # past an emoji, a musical format control
+@example("\u4e2d\U0001f600e\u0301")  # past an emoji, nothing that goes: only NFC
 def test_visible_is_the_per_character_rule(text: str) -> None:
     assert visible(text) == reference_visible(text)
     assert look(text) == " ".join(reference_visible(text).split())

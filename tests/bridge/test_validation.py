@@ -611,3 +611,34 @@ def test_fuzz_every_valid_set_is_accepted_and_round_trips(raw: list[dict[str, An
     qs = validate_questions(raw)
     _holds_every_rule(qs)
     assert validate_questions(json.loads(json.dumps(qs.wire()))) == qs
+
+
+def _same_as_validated(qs: QuestionSet) -> None:
+    """``qs`` is what pydantic builds from the same fields: equal, the same JSON, the same
+    fields given on every model, and not one of the models' constraints broken."""
+    validated = QuestionSet.model_validate(qs.model_dump(exclude_unset=True))
+    assert validated == qs
+    assert hash(validated) == hash(qs)
+    assert validated.model_dump_json() == qs.model_dump_json()
+    pairs = [(validated, qs), *zip(validated.questions, qs.questions, strict=True)]
+    for mine, theirs in zip(validated.questions, qs.questions, strict=True):
+        pairs += zip(mine.options, theirs.options, strict=True)
+    for mine, theirs in pairs:
+        assert type(mine) is type(theirs)
+        assert mine.model_fields_set == theirs.model_fields_set
+        assert mine.__dict__ == theirs.__dict__
+        assert list(mine.__dict__) == list(theirs.__dict__)  # the fields in the model's order
+        assert all(type(v) is type(theirs.__dict__[k]) for k, v in mine.__dict__.items())
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(questions_like, valid_sets()))
+def test_fuzz_an_accepted_set_is_the_set_pydantic_would_build(raw: object) -> None:
+    """The checked fields build the models without pydantic's validation (it re-encoded every
+    text to judge what the rules had judged): for any input the rules accept, the models are
+    the ones pydantic's validation makes of those fields, which it accepts."""
+    try:
+        qs = validate_questions(raw)
+    except ToolRejected:
+        return
+    _same_as_validated(qs)
