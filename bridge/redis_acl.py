@@ -90,6 +90,7 @@ def needs(prefix: str, *, cluster: bool) -> list[Need]:
         Need("SET", ("SET", lease, "1", "PX", "1"), "a waiting call's lease"),
         Need("SADD", ("SADD", wake, "x"), script),
         Need("SMEMBERS", ("SMEMBERS", wake), script),
+        Need("SUNION", ("SUNION", wake), "a sweep expiring asks"),
         Need("TIME", ("TIME",), script),
         Need("ZADD", ("ZADD", due, "0", "x"), "the sweeper's index"),
         Need("ZREM", ("ZREM", due, "x"), "the sweeper's index"),
@@ -267,6 +268,14 @@ async def exchange(client: Any, commands: Sequence[Sequence[str]]) -> list[Any]:
 
 _RUN = re.compile(r"no permissions to run the '([^']+)' command", re.I)
 _ACCESS = re.compile(r"no permissions to access (?:the '([^']*)'|an?) (key|channel)", re.I)
+_SCRIPT_REFUSED = {
+    "can't run this command or subcommand": "a command inside a script",
+    "can't access at least one of the keys": "a key inside a script",
+    "can't publish to the channel": "a channel inside a script",
+}
+"""Redis before 7.2 refuses a command inside a script without naming it (``The user executing
+the script can't run this command or subcommand script: <sha>, on @user_script:1.``): the
+refusal is still told as one, in general words."""
 
 
 def refusal(exc: BaseException) -> str | None:
@@ -294,4 +303,7 @@ def _refused_what(exc: ResponseError) -> tuple[str, str] | None:
         return f"the command {run[1].upper().replace('|', ' ')}", text
     if access := _ACCESS.search(text):
         return (f"the {access[2]} {access[1]!r}" if access[1] else f"a {access[2]}"), text
+    for words, what in _SCRIPT_REFUSED.items():
+        if words in text:
+            return what, text
     return None

@@ -179,6 +179,11 @@ class Fields:
     """``pending``, ``answered``, ``expired`` or ``cancelled``."""
     EXPIRES = "exp"
     """``expires_at`` as a number, read by Lua to expire an ask (sweep, or a late submit)."""
+    PLATFORM = "platform"
+    """The destination's platform (as in the ``pending`` index's member), written at creation
+    so a sweep's visit answers with it without reading the body (on Redis 7 the body entering
+    Lua was a fifth of an expiry's server time); dropped once the ask is settled. Absent on an
+    ask an earlier version created: the scripts then read it from the body."""
     ANSWERERS = "answerers"
     """JSON list of user and group ids allowed to answer; absent: anyone. Today's store judges
     who may answer from the ``body`` (:mod:`bridge.store.ask_terms`); this field is still

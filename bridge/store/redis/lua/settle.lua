@@ -15,15 +15,17 @@ local other_keys = {unpack(KEYS, 9)}
 -- 'told')}, not with its record: a storm's sweep reads 100,000 of these. 'done' gives the
 -- platform too. One read of the fields that decide it and of all an expiry needs (most of a
 -- storm's work: Redis spends more on each call a script makes than on what most calls do),
--- the body too (the platform is in it, which nearly every visit answers with).
+-- the platform too, which nearly every visit answers with (not the body, which an ask an earlier
+-- version created is read for: Redis 7 hashes every byte of a string entering Lua, and the body
+-- was a fifth of an expiry's cost there).
 local function settle(hold, interval)
   local f = redis.call('HMGET', rec, 'status', 'exp', 'told', 'handoff', 'deferred', 'message',
-    'seq', 'body')
+    'seq', 'platform')
   local status, told, handoff = f[1], f[3], f[4]
   if not status then
     return {'missing'}
   end
-  body_found = f[8] or ''
+  platform_found = f[8] -- false without the field: platform() reads the body
   local function visited(verdict, unshown)
     -- unshown: nothing to show, known already (an expiry here: shown if and only if posted)
     local settled = (handoff == 'none' or handoff == 'sent' or handoff == 'confirmed')
@@ -67,6 +69,9 @@ local function settle(hold, interval)
 end
 
 unpending = {{}, {}}
+if pending_index then -- not on Cluster (see waking)
+  waking = {}
+end
 local replies = {table.concat(settle(hold, interval), '\n')}
 for i, other in ipairs(other_ids) do
   local k = (i - 1) * 5
@@ -76,4 +81,7 @@ for i, other in ipairs(other_ids) do
   replies[i + 1] = table.concat(settle(hold, interval), '\n')
 end
 unpend_all()
+if waking then
+  wake_all()
+end
 return replies

@@ -75,7 +75,16 @@ end
 -- on an expiry's round trip, and a storm of expiries would send a process waiting for many of
 -- them its records faster than it reads them (100,000 at once overran Redis's pub/sub output
 -- buffer limit, which drops the subscription: its waiters are then all checked again).
+-- An op ending many asks in one call (a sweep's) sets `waking` to {}: an expiry's wake-ups (each
+-- its ask's id) then leave at the op's end (wake_all), which reads each ask's wakers only if
+-- someone hears any of them. Nothing reads or changes them in between: the call is atomic. Never
+-- on Cluster, where PUBSUB NUMSUB counts one node's subscribers only.
+local waking = nil
 local function wake(answered)
+  if waking and not answered then
+    waking[#waking + 1] = {ask_id, wakers, lease}
+    return
+  end
   local found = redis.call('SMEMBERS', wakers)
   local message = not answered and ask_id or nil
   for _, waker in ipairs(found) do
@@ -98,6 +107,56 @@ local function wake(answered)
   redis.call('DEL', wakers)
 end
 
+-- The expiries' wake-ups of a call, as wake() sends them, with the calls a storm needs (each of
+-- its asks' wakers names mostly a process that stopped): the call's channels in one SUNION, one
+-- PUBSUB NUMSUB saying which are heard; each ask's wakers read (SMEMBERS) and its wake-ups sent
+-- only if one is heard, is per-slot ('}', SPUBLISHed whoever listens), or an ask with no wakers
+-- has a lease (its waiter, from before per-process channels, hears the shared channel); an
+-- unheard channel gets nothing (a publish there reached nobody). The wakers go in one DEL.
+local function wake_all()
+  if #waking == 0 then
+    return
+  end
+  local sets, leases = {}, {}
+  for i, woken in ipairs(waking) do
+    sets[i], leases[i] = woken[2], woken[3]
+  end
+  local heard, plain, each = {}, {}, false
+  for _, waker in ipairs(redis.call('SUNION', unpack(sets))) do
+    if string.byte(waker, -1) == 125 then -- '}'
+      each = true
+    else
+      heard[waker], plain[#plain + 1] = false, waker
+    end
+  end
+  for at = 1, #plain, 100 do -- unpack() has a limit
+    local counts = redis.call('PUBSUB', 'NUMSUB', unpack(plain, at, math.min(at + 99, #plain)))
+    for i = 1, #counts, 2 do
+      heard[counts[i]] = counts[i + 1] > 0
+      each = each or counts[i + 1] > 0
+    end
+  end
+  if not each and redis.call('EXISTS', unpack(sets)) < #sets then -- some ask has no wakers
+    each = redis.call('EXISTS', unpack(leases)) > 0
+  end
+  if each then
+    for _, woken in ipairs(waking) do
+      local id, found = woken[1], redis.call('SMEMBERS', woken[2])
+      for _, waker in ipairs(found) do
+        if string.byte(waker, -1) == 125 then
+          redis.call('SPUBLISH', waker, id)
+        elseif heard[waker] then
+          redis.call('PUBLISH', waker, id)
+        end
+      end
+      if #found == 0 and redis.call('EXISTS', woken[3]) == 1 then
+        redis.call('PUBLISH', channel, id)
+      end
+    end
+  end
+  redis.call('DEL', unpack(sets))
+end
+
 -- The body, read once per call (an ending reads it for the platform and the descriptions).
 local body_found
 local function stored_body()
@@ -107,16 +166,21 @@ local function stored_body()
   return body_found
 end
 
--- The platform the ask was posted to, read from the body without decoding it: the first
+-- The platform the ask was posted to: the record's 'platform' field (written at creation), or,
+-- for an ask an earlier version created (or once settled: tidy drops the field), read from the
+-- body without decoding it: the first
 -- '"destination":{"platform":"' in it is the record's own (text inside a JSON string never holds
 -- an unescaped quote). A plain find, once per ask: it stops at each occurrence of the text's
 -- first character, so it looks for '{"platform":"' (a body has a few dozen '{', and hundreds of
 -- '"': ten times fewer stops, an expiry's dearest step after its Redis calls) and checks what
 -- precedes it, else looks for the whole text. '' if not found.
 local DESTINATION = '"destination":'
-local platform_found
+local platform_found -- nil: not read yet; false: the record has no 'platform' field
 local function platform()
-  if platform_found == nil then
+  if platform_found == nil and body_found == nil then
+    platform_found = redis.call('HGET', rec, 'platform')
+  end
+  if not platform_found then
     local body = stored_body()
     local open, at = string.find(body, '{"platform":"', 1, true)
     if open and string.sub(body, open - #DESTINATION, open - 1) ~= DESTINATION then
@@ -254,7 +318,7 @@ local function tidy()
   end
   unpend()
   redis.call('HDEL', rec, 'exp', 'attempt', 'render_by', 'reminded_at', 'timer_step', 'timer_at',
-    'timer_by', 'timer_tries')
+    'timer_by', 'timer_tries', 'platform')
   if handoff ~= 'sent' then
     undescribe()
   end
@@ -364,17 +428,23 @@ end
 -- sweep's visit, or a late submission). `read`: the record's 'deferred', 'message' and 'seq'
 -- (the event counter) as the caller read them in this call, else nil (see finish). Returns
 -- whether it did, and what finish returned.
+local now_number -- tonumber(now), once per call (a sweep's call visits many asks)
 local function expire_if_due(exp, read)
-  if tonumber(exp or redis.call('HGET', rec, 'exp')) > tonumber(now) then
+  now_number = now_number or tonumber(now)
+  if tonumber(exp or redis.call('HGET', rec, 'exp')) > now_number then
     return false
   end
   if read then
-    local seq = (tonumber(read.seq) or 0) + 1
+    -- as text once ('%d': a Lua number is written with '%.14g', several times dearer), for the
+    -- event and the ending's HSET
+    local n = (tonumber(read.seq) or 0) + 1
+    local seq = string.format('%d', n)
     -- Every event is counted ('seq') and goes to one list, so a lifecycle list as long as the
     -- count means no noise was ever written: no noise list to give the retention. (Shorter: some
     -- was. Longer: a version before the count wrote it; its noise went to the same list.)
     local logged = event('expired', 'null', '{}', true, seq)
-    read = {deferred = read.deferred, message = read.message, seq = seq, quiet = logged == seq}
+    read = {deferred = read.deferred, message = read.message, seq = seq,
+      quiet = logged == n}
   else
     event('expired', 'null', '{}', true)
   end

@@ -29,7 +29,8 @@ local op = ARGV[1] -- the op's name: not read here, it names the call on the wir
 local now = ARGV[2] -- seconds, JSON number text
 local channel = ARGV[3] -- the shared events channel (for a waiter from before per-process ones)
 local ask_id = ARGV[4]
-local retention_ms = tonumber(ARGV[5])
+local retention_ms = ARGV[5] -- integer text, as PEXPIRE takes it (arithmetic coerces it; a Lua
+-- number would be formatted anew, with '%.17g', for every command it is given to)
 local noise_cap = tonumber(ARGV[6])
 
 local RENDER_TRIES = 5 -- bridge.store.base.RENDER_TRIES
