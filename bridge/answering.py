@@ -28,7 +28,11 @@ Rules that live here so every platform follows them:
   layer puts its problems into words.
 * **Show rule**: every verdict that finds the ask ended says so (:attr:`Verdict.show_final`),
   not only the accepting click: an earlier attempt may have committed while its click timed out,
-  so nobody showed its final state. :meth:`bridge.clicks.Clicks.show` shows it.
+  so nobody showed its final state. :meth:`bridge.clicks.Clicks.show` shows it. As every
+  verdict is shown by its caller, the store step that judges a click claims that showing too
+  (once across replicas per render interval: :meth:`Store.pick`'s ``claim``), and the verdict
+  says it holds the claim (:attr:`Verdict.claimed`): a click that ends an ask costs no round
+  trip to claim its showing.
 * **Several people** (``required`` K >= 2): a submission that is recorded but does not yet make
   K agree is ``RECORDED``; the person is told privately what was recorded and how many more
   agreeing people are needed, and the verdict asks for the pending message to list the
@@ -142,6 +146,9 @@ class Verdict:
     """``INVALID`` forms: what is wrong with each question, by index."""
     show_progress: bool = False
     """A pending ask's submissions changed (``RECORDED``): the message must list them."""
+    claimed: bool = False
+    """``show_final``, and the store's step that judged the click claimed that showing
+    (:attr:`SubmitResult.claimed`): ``record`` is shown as it is, not claimed again."""
 
     @property
     def stands(self) -> bool:
@@ -202,13 +209,19 @@ class Answering:
                 responder: Responder, unknown: bool, verified: Verified | None
             ) -> Awaitable[SubmitResult]:
                 return store.pick(
-                    ask_id, responder, question, option, groups_unknown=unknown, verified=verified
+                    ask_id,
+                    responder,
+                    question,
+                    option,
+                    groups_unknown=unknown,
+                    verified=verified,
+                    claim=True,
                 )
 
             result = await self._judged(who, send)
             if result.outcome is SubmitOutcome.INVALID and result.record is not None:
                 return self._invalid(result.record, replies.BAD_CONTROL)
-            return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
+            return self._submitted(result, who.user_id)
         except Unavailable as unavailable:
             return self._unavailable(unavailable)
 
@@ -250,7 +263,7 @@ class Answering:
                 responder: Responder, unknown: bool, verified: Verified | None
             ) -> Awaitable[SubmitResult]:
                 return store.submit_form(
-                    ask_id, responder, picks, groups_unknown=unknown, verified=verified
+                    ask_id, responder, picks, groups_unknown=unknown, verified=verified, claim=True
                 )
 
             result = await self._judged(who, send)
@@ -258,7 +271,7 @@ class Answering:
                 problems = {i: _problem(p) for i, p in result.problems.items()}
                 first = problems[min(problems)].text
                 return Verdict(Outcome.INVALID, result.record, first, False, problems)
-            return self._verdict(Outcome(result.outcome.value), result.record, who.user_id)
+            return self._submitted(result, who.user_id)
         except Unavailable as unavailable:
             return self._unavailable(unavailable)
 
@@ -310,13 +323,27 @@ class Answering:
         words = replies.MAYBE_SAVED if failure.maybe_saved else replies.TRY_AGAIN
         return Verdict(Outcome.UNAVAILABLE, None, words, show_final=False)
 
+    def _submitted(self, result: SubmitResult, user_id: str) -> Verdict:
+        """A submission's verdict; an ended ask's showing claimed in its step is the verdict's
+        (every click's verdict is shown by its caller, :meth:`bridge.clicks.Clicks.show`, so
+        :meth:`pick` and :meth:`submit_form` ask the store to claim it)."""
+        outcome = Outcome(result.outcome.value)
+        return self._verdict(outcome, result.record, user_id, claimed=result.claimed)
+
     def _verdict(
-        self, outcome: Outcome, record: AskRecord | None, user_id: str | None = None
+        self,
+        outcome: Outcome,
+        record: AskRecord | None,
+        user_id: str | None = None,
+        *,
+        claimed: bool = False,
     ) -> Verdict:
         final = record is not None and record.status is not AskStatus.PENDING
         progress = outcome is Outcome.RECORDED and not final
         explain = self._explain(outcome, record, user_id)
-        return Verdict(outcome, record, explain, final, show_progress=progress)
+        return Verdict(
+            outcome, record, explain, final, show_progress=progress, claimed=claimed and final
+        )
 
     def _invalid(self, record: AskRecord, text: str) -> Verdict:
         ended = record.status is not AskStatus.PENDING

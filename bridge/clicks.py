@@ -427,7 +427,8 @@ class Clicks:
         recorded one of several people's submissions (the pending message lists them); once no
         click is being judged, or ``show_wait`` from now (acks first, see the module)."""
         if (verdict.show_final or verdict.show_progress) and verdict.record is not None:
-            self.background.spawn(self._after_acks(self.showing.show(verdict.record)))
+            shown = self.showing.show(verdict.record, claimed=verdict.claimed)
+            self.background.spawn(self._after_acks(shown))
 
     async def _after_acks(self, work: Coroutine[Any, Any, None]) -> None:
         started = False

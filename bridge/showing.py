@@ -12,7 +12,10 @@ store's claim (:meth:`~bridge.store.base.Store.claim_render`) makes that safe to
 them at once: one replica shows each ending, late clicks cost at most one message update per
 render interval, and a final state nobody managed to show (the process showing it was killed,
 the platform failed) is shown by a later sweep, because only
-:meth:`~bridge.store.base.Store.mark_rendered` takes the ask off the sweeper's list.
+:meth:`~bridge.store.base.Store.mark_rendered` takes the ask off the sweeper's list. A click's
+submission claims the showing of what it finds ended in its own store step (the same claim, the
+same rules: :meth:`~bridge.store.base.Store.submit`'s ``claim``), so its showing starts with the
+update (``claimed``).
 
 An ask may have several messages (its escalation posted it again, perhaps on another platform):
 each is updated, and the ask is marked shown only once every one was. A caller holding no poster
@@ -45,24 +48,31 @@ async def show_final(
     ask: AskRecord | str,
     *,
     unshown: bool = False,
+    claimed: bool = False,
 ) -> AskRecord | None:
     """Claim, update every message, mark it shown. The record shown when this call updated
     them all; ``None`` when someone else holds the claim, the ask has no message or has not
     ended, a message's platform has no poster here, or an update failed (logged, not raised: the
     outcome stands, and the sweeper tries again later). ``unshown``: only if not shown yet (a
-    sweep's naming of it may be older than its showing; see :meth:`Store.claim_render`)."""
+    sweep's naming of it may be older than its showing; see :meth:`Store.claim_render`).
+    ``claimed``: ``ask`` is the record of the store's step that claimed its showing already (a
+    click's submission, :attr:`SubmitResult.claimed <bridge.store.terms.SubmitResult.claimed>`):
+    shown as it is, no claim made again."""
     ask_id, message = (ask, None) if isinstance(ask, str) else (ask.id, ask.message)
     by_platform = {posters.platform: posters} if isinstance(posters, Poster) else posters
-    try:
-        # the record's message is recorded if the store never learned it (ended while posting);
-        # an ended record in hand (a click's verdict) is not built again from the store
-        known = None if isinstance(ask, str) else ask
-        record = await store.claim_render(ask_id, message=message, unshown=unshown, known=known)
-        if record is None:
+    if claimed and not isinstance(ask, str):
+        record: AskRecord | None = ask
+    else:
+        try:
+            # the record's message is recorded if the store never learned it (ended while
+            # posting); an ended record in hand (a click's verdict) is not built again
+            known = None if isinstance(ask, str) else ask
+            record = await store.claim_render(ask_id, message=message, unshown=unshown, known=known)
+        except Exception:
+            log.exception("ask %s ended but its message could not be re-rendered", ask_id)
+            metrics.platform_error(poster_platform(ask), "update")
             return None
-    except Exception:
-        log.exception("ask %s ended but its message could not be re-rendered", ask_id)
-        metrics.platform_error(poster_platform(ask), "update")
+    if record is None:
         return None
     shown = True
     for each in record.messages:
@@ -102,15 +112,15 @@ class Showing:
         """Asks whose submissions this process is showing, and whether another update was
         asked for meanwhile (see :meth:`show_progress`)."""
 
-    async def show(self, record: AskRecord) -> None:
+    async def show(self, record: AskRecord, *, claimed: bool = False) -> None:
         """Show ``record``'s current state on its messages, failures logged (the outcome stands):
         an ended ask's final state at most once per render interval across replicas
-        (:func:`show_final`; a later sweep shows what this could not), a pending one's
-        submissions so far (:meth:`show_progress`)."""
+        (:func:`show_final`, ``claimed`` as it says; a later sweep shows what this could not), a
+        pending one's submissions so far (:meth:`show_progress`)."""
         if record.status is AskStatus.PENDING:
             await self.show_progress(record.id)
         else:
-            await show_final(self.store, self.poster, record)
+            await show_final(self.store, self.poster, record, claimed=claimed)
 
     async def show_progress(self, ask_id: str) -> None:
         """Show a pending ask's current submissions on its messages (failures logged).

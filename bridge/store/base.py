@@ -187,6 +187,7 @@ class Store(ABC):
         now: float | None = None,
         attempt: str | None = None,
         verified: Mapping[str, Sequence[str]] | None = None,
+        claim: bool = False,
     ) -> SubmitResult:
         """Record a complete answer exactly once; see :class:`SubmitOutcome` for the verdicts.
 
@@ -221,8 +222,15 @@ class Store(ABC):
         event; shown, never counted: :attr:`~bridge.record.Submission.withdrawn`) -- someone
         removed from the answering group after submitting no longer approves. ``None``: the
         caller cannot re-check; submissions count as they were made.
+
+        ``claim``: the caller shows the ask's final state when the verdict finds it ended (the
+        show rule, :class:`~bridge.answering.Verdict`), so the step also claims that showing
+        as :meth:`claim_render` would (the ask ended, has a message, nobody claimed it within
+        the render interval), under the attempt's token: :attr:`SubmitResult.claimed`, and
+        the caller shows :attr:`SubmitResult.record` as it is -- a click's showing costs a
+        networked store no round trip of its own but :meth:`mark_rendered`.
         """
-        by = Submitting.of(who, now, attempt, verified)
+        by = Submitting.of(who, now, attempt, verified, claim=claim)
         terms = await self._terms_of(ask_id)
         if terms is None:
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
@@ -235,7 +243,9 @@ class Store(ABC):
         """:meth:`submit` with its defaults filled in and its terms judged: the backend's one
         atomic step, which applies ``judged`` to the ask as it stands (expiry, status, a form's
         problems while pending, agreement and re-checks by :mod:`bridge.judging`, where the
-        outcome goes). ``INVALID`` carries ``judged.problems``."""
+        outcome goes), and claims the showing of an ended ask's final state when ``by.claim``
+        (as :meth:`_claim_render` does, under ``by.attempt``). ``INVALID`` carries
+        ``judged.problems``."""
 
     async def pick(
         self,
@@ -248,6 +258,7 @@ class Store(ABC):
         now: float | None = None,
         attempt: str | None = None,
         verified: Mapping[str, Sequence[str]] | None = None,
+        claim: bool = False,
     ) -> SubmitResult:
         """A one-click answer: option ``option`` of question ``question`` (from 0), built from the
         stored question set and submitted as :meth:`submit` would, in one step -- a click costs
@@ -258,8 +269,8 @@ class Store(ABC):
         question) or has no such question or option. ``groups_unknown``: the caller can look up
         the person's groups; a person not named among the answerers then gets ``GROUPS`` (with
         the record, whose ``answerers`` to look up) and should pick again with their groups.
-        Neither records anything."""
-        by = Submitting.of(who, now, attempt, verified, groups_unknown)
+        Neither records anything (nor claims). ``claim`` as for :meth:`submit`."""
+        by = Submitting.of(who, now, attempt, verified, groups_unknown, claim)
         terms = await self._terms_of(ask_id)
         if terms is None:
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)
@@ -281,6 +292,7 @@ class Store(ABC):
         now: float | None = None,
         attempt: str | None = None,
         verified: Mapping[str, Sequence[str]] | None = None,
+        claim: bool = False,
     ) -> SubmitResult:
         """A submitted form: ``picks`` by question index, judged against the stored question set
         (:func:`form_problems`), its answers built from it (:func:`form_answers`) and submitted
@@ -290,8 +302,9 @@ class Store(ABC):
 
         ``INVALID`` (with the record and :attr:`SubmitResult.problems`) when a *pending* ask's
         form has problems; an ended ask is judged by :meth:`submit` whatever the form says (it
-        knows a repeat). ``groups_unknown`` as for :meth:`pick`. Neither records anything."""
-        by = Submitting.of(who, now, attempt, verified, groups_unknown)
+        knows a repeat). ``groups_unknown`` as for :meth:`pick`. Neither records anything (nor
+        claims). ``claim`` as for :meth:`submit`."""
+        by = Submitting.of(who, now, attempt, verified, groups_unknown, claim)
         terms = await self._terms_of(ask_id)
         if terms is None:
             return SubmitResult(SubmitOutcome.NOT_FOUND, None)

@@ -121,50 +121,63 @@ class MemoryStore(MemoryState):
     async def _submit(
         self, ask_id: str, by: Submitting, answers: Sequence[Answer], judged: Judged
     ) -> SubmitResult:
-        who, now, attempt = by.who, by.now, by.attempt
         dumped, chosen = dump_answers(answers)
-        detail: dict[str, Any] = {"name": who.name, "answers": dumped}
+        detail: dict[str, Any] = {"name": by.who.name, "answers": dumped}
         with self._lock:
-            entry = self._live(ask_id, now)
+            entry = self._live(ask_id, by.now)
             if entry is None:
                 return SubmitResult(SubmitOutcome.NOT_FOUND, None)
-            rec = entry.record
-            if judged.problems and rec.status is AskStatus.PENDING:
-                return SubmitResult(SubmitOutcome.INVALID, rec, judged.problems)
-            if rec.status is AskStatus.PENDING and rec.expires_at <= now:
-                self._expire(entry, now)  # as a sweep would have (lua/lib/submission.lua)
-                kind = "late" if judged.may else "refused"
-                self._event(entry, kind, who.user_id, now, **detail)
-                return SubmitResult(SubmitOutcome.CLOSED, entry.record)
-            if not judged.may:
-                self._event(entry, "refused", who.user_id, now, **detail)
-                return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
-            if rec.status is AskStatus.ANSWERED:
-                by_me = rec.answered_by is not None and rec.answered_by.key == who.key
-                mine = entry.submitted.get(who.key)
-                if repeats_answer(entry.answers_key, chosen, by_me, mine[0] if mine else None):
-                    same = by_me and attempt == entry.attempt  # the accepting attempt re-sent
-                    return SubmitResult(
-                        SubmitOutcome.ACCEPTED if same else SubmitOutcome.REPEATED, rec
-                    )
-                self._event(entry, "late", who.user_id, now, **detail)
-                return SubmitResult(SubmitOutcome.ALREADY_ANSWERED, rec)
-            if rec.status is not AskStatus.PENDING:
-                self._event(entry, "late", who.user_id, now, **detail)
-                return SubmitResult(SubmitOutcome.CLOSED, rec)
-            if rec.required > 1:
-                pending = self._record_submission(entry, by, judged, answers, chosen, detail)
-                if pending is not None:
-                    return pending
-                detail["agreed"] = agreeing(entry.agreement(), chosen)
-            entry.record = entry.record.model_copy(
-                update={"answers": tuple(answers), "answered_by": who, "answered_at": now}
-            )
-            entry.answers_key = chosen
-            entry.attempt = attempt
-            self._event(entry, "answered", who.user_id, now, **detail)
-            self._finish(entry, AskStatus.ANSWERED, now)
-            return SubmitResult(SubmitOutcome.ACCEPTED, entry.record)
+            result = self._submitted(entry, by, answers, judged, chosen, detail)
+            if by.claim and result.outcome is not SubmitOutcome.VERIFY:
+                result.claimed = self._claim(entry, by.now, by.attempt)  # as lua/submit.lua
+            return result
+
+    def _submitted(
+        self,
+        entry: AskState,
+        by: Submitting,
+        answers: Sequence[Answer],
+        judged: Judged,
+        chosen: str,
+        detail: dict[str, Any],
+    ) -> SubmitResult:
+        """:meth:`_submit`'s verdict on the live ``entry``, under the lock."""
+        who, now, attempt = by.who, by.now, by.attempt
+        rec = entry.record
+        if judged.problems and rec.status is AskStatus.PENDING:
+            return SubmitResult(SubmitOutcome.INVALID, rec, judged.problems)
+        if rec.status is AskStatus.PENDING and rec.expires_at <= now:
+            self._expire(entry, now)  # as a sweep would have (lua/lib/submission.lua)
+            kind = "late" if judged.may else "refused"
+            self._event(entry, kind, who.user_id, now, **detail)
+            return SubmitResult(SubmitOutcome.CLOSED, entry.record)
+        if not judged.may:
+            self._event(entry, "refused", who.user_id, now, **detail)
+            return SubmitResult(SubmitOutcome.NOT_ALLOWED, rec)
+        if rec.status is AskStatus.ANSWERED:
+            by_me = rec.answered_by is not None and rec.answered_by.key == who.key
+            mine = entry.submitted.get(who.key)
+            if repeats_answer(entry.answers_key, chosen, by_me, mine[0] if mine else None):
+                same = by_me and attempt == entry.attempt  # the accepting attempt re-sent
+                return SubmitResult(SubmitOutcome.ACCEPTED if same else SubmitOutcome.REPEATED, rec)
+            self._event(entry, "late", who.user_id, now, **detail)
+            return SubmitResult(SubmitOutcome.ALREADY_ANSWERED, rec)
+        if rec.status is not AskStatus.PENDING:
+            self._event(entry, "late", who.user_id, now, **detail)
+            return SubmitResult(SubmitOutcome.CLOSED, rec)
+        if rec.required > 1:
+            pending = self._record_submission(entry, by, judged, answers, chosen, detail)
+            if pending is not None:
+                return pending
+            detail["agreed"] = agreeing(entry.agreement(), chosen)
+        entry.record = entry.record.model_copy(
+            update={"answers": tuple(answers), "answered_by": who, "answered_at": now}
+        )
+        entry.answers_key = chosen
+        entry.attempt = attempt
+        self._event(entry, "answered", who.user_id, now, **detail)
+        self._finish(entry, AskStatus.ANSWERED, now)
+        return SubmitResult(SubmitOutcome.ACCEPTED, entry.record)
 
     def _record_submission(
         self,
@@ -391,14 +404,22 @@ class MemoryStore(MemoryState):
                 entry.record = entry.record.model_copy(update={"message": message})
                 detail = message.model_dump(mode="json")
                 self._event(entry, "posted", None, time.time(), message=detail)
-            last = entry.render_at
-            if entry.record.message is None or (
-                last is not None and now - last < self.render_interval
-            ):
-                return None
-            entry.render_at = now
-            entry.render_tries += 1
-            return entry.record
+            return entry.record if self._claim(entry, now) else None
+
+    def _claim(self, entry: AskState, now: float, token: str | None = None) -> bool:
+        """Claim the showing of the ended ask's final state at ``now`` (``lua/lib/showing.lua``):
+        it ended, has a message, and nobody claimed it within the render interval -- or
+        ``token``'s submission claimed it already (that attempt sent again). Under the lock."""
+        last = entry.render_at
+        if entry.record.status is AskStatus.PENDING or entry.record.message is None:
+            return False
+        if token is not None and entry.render_by == token:
+            return True
+        if last is not None and now - last < self.render_interval:
+            return False
+        entry.render_at, entry.render_by = now, token
+        entry.render_tries += 1
+        return True
 
     async def mark_rendered(self, ask_id: str) -> None:
         with self._lock:

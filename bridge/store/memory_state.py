@@ -57,6 +57,8 @@ class AskState:
     noise: list[tuple[int, HistoryEvent]] = field(default_factory=list)
     noise_dropped: int = 0
     render_at: float | None = None
+    render_by: str | None = None
+    """The submission attempt whose step claimed the showing last (``lua/lib/showing.lua``)."""
     render_tries: int = 0
     rendered: bool = False
     submitted: dict[str, tuple[str, str]] = field(default_factory=dict)

@@ -187,7 +187,7 @@ class SubmitResult:
     so a caller that needs only the outcome (an agent answering through the store, a bench)
     never builds a record, and one that reads it builds it once."""
 
-    __slots__ = ("_build", "_record", "outcome", "problems", "verify")
+    __slots__ = ("_build", "_record", "claimed", "outcome", "problems", "verify")
 
     def __init__(
         self,
@@ -197,6 +197,7 @@ class SubmitResult:
         *,
         build: Callable[[], AskRecord] | None = None,
         verify: tuple[str, ...] = (),
+        claimed: bool = False,
     ) -> None:
         self.outcome = outcome
         self.problems: Mapping[int, FormProblem] = problems or {}
@@ -204,6 +205,10 @@ class SubmitResult:
         self.verify = verify
         """``VERIFY``: the keys (:attr:`~bridge.record.Submission.key`) of the submissions whose
         people's authority the caller must re-check before this one may make K agree."""
+        self.claimed = claimed
+        """The submission found the ask ended and, as its caller asked (``claim``), claimed
+        the showing of its final state in the same step (:meth:`Store.claim_render`): the
+        caller shows ``record`` without claiming again."""
         self._record = record
         self._build = build
 
@@ -425,6 +430,9 @@ class Submitting:
     ``None``: the caller cannot re-check."""
     groups_unknown: bool = False
     """The caller can look up the person's groups (:meth:`Store.pick`)."""
+    claim: bool = False
+    """The caller shows the ask's final state should the submission find it ended: the step
+    claims that showing too (:attr:`SubmitResult.claimed`)."""
 
     @classmethod
     def of(
@@ -434,6 +442,7 @@ class Submitting:
         attempt: str | None,
         verified: Mapping[str, Sequence[str]] | None,
         groups_unknown: bool = False,
+        claim: bool = False,
     ) -> Submitting:
         """The submission a caller described: ``now`` defaults to the clock, ``attempt`` to a
         fresh random token (a networked client's re-send of the call carries the same one)."""
@@ -443,4 +452,5 @@ class Submitting:
             secrets.token_hex(8) if attempt is None else attempt,
             verified,
             groups_unknown,
+            claim,
         )

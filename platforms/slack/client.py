@@ -28,9 +28,10 @@ every call. While a process serves Slack it holds one session for all calls made
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -204,9 +205,30 @@ class WatchedClient(AsyncWebClient):
         return self._refusal
 
 
+class EffectiveLevel(logging.LoggerAdapter[logging.Logger]):
+    """slack_sdk's own logger, whose ``level`` reads as the level it logs at. slack_sdk builds
+    each call's debug lines -- the request's whole JSON (a message's blocks), the response's
+    headers and body -- whenever its logger's *own* level is at most ``DEBUG``, which a logger
+    nobody set (``NOTSET``, 0) always is, and only then hands them to ``debug``, which drops them
+    unless DEBUG is on: about 25 us of every call (a click's ``chat.update``). Read through the
+    logging tree, the level is what ``LOG_LEVEL`` (or an operator's own configuration of
+    ``slack_sdk``) says, whenever it is read."""
+
+    @property
+    def level(self) -> int:
+        return self.logger.getEffectiveLevel()
+
+
+SDK_LOGGER = EffectiveLevel(logging.getLogger("slack_sdk.web.async_base_client"))
+"""The logger every client of ours logs through (slack_sdk's default one, as slack_sdk reads
+it: :class:`EffectiveLevel`); Bolt's per-request clients take their app client's."""
+
+
 def make_client(token: str, base_url: str, *, rate_limit_retries: int = 3) -> WatchedClient:
     handlers: list[AsyncRetryHandler] = [
         IdempotentConnectionRetry(max_retry_count=1),
         CountedRateLimitRetry(max_retry_count=rate_limit_retries),
     ]
-    return WatchedClient(token=token, base_url=base_url, retry_handlers=handlers)
+    # slack_sdk reads only `level` and the logging calls of what it is given as a Logger
+    logger = cast(logging.Logger, SDK_LOGGER)
+    return WatchedClient(token=token, base_url=base_url, retry_handlers=handlers, logger=logger)

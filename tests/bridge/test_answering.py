@@ -577,7 +577,7 @@ async def test_a_late_progress_update_never_hides_the_final_state(
     clicks.show(first)
     await poster.waiting.wait()  # Alice's pending rendering is on its way
     second = await answering.pick(record.id, 0, 0, BOB)
-    await clicks.showing.show(second.record)  # type: ignore[arg-type]
+    await clicks.showing.show(second.record, claimed=second.claimed)  # type: ignore[arg-type]
     assert poster.updated(record.id)[-1].status is AskStatus.ANSWERED
     poster.release.set()
     await clicks.drain()
@@ -868,6 +868,38 @@ def test_step_ids_round_trip_and_fit() -> None:
     assert routing.parse("other:thing") is None
 
 
+async def test_a_click_that_ends_an_ask_claims_its_showing_in_its_own_script_on_redis(
+    standalone: RedisServer,
+) -> None:
+    """The click that ends an ask, and the showing of its final state that follows: one script
+    for the submission, which claims the showing too, and one marking it shown -- no claim
+    script of its own between them (each script call a round trip, and a wake-up of ``serve``
+    on top of its CPU: ``bench/slack_clicks.py``)."""
+    store = RedisStore.from_url(standalone.url, prefix=f"shown{time.time_ns()}")
+    raw = Redis.from_url(standalone.url, decode_responses=True)
+    try:
+        poster = MemoryPoster()
+        clicks = Clicks(Answering(store, poster, REPLIES, store_timeout=2.0))
+        record = await posted(store, poster, single(new_record()))
+        before = await raw.info("commandstats")
+        verdict = await clicks.answering.pick(record.id, 0, 0, ALICE)
+        assert verdict.outcome is Outcome.ACCEPTED and verdict.claimed
+        clicks.show(verdict)
+        await clicks.drain()
+        after = await raw.info("commandstats")
+        assert int(after["cmdstat_evalsha"]["calls"]) - int(before["cmdstat_evalsha"]["calls"]) == 2
+        assert [r.status for r in poster.updated(record.id)] == [AskStatus.ANSWERED]
+        assert [e.kind for e in await store.history(record.id)][-1] == "rendered"
+        late = await clicks.answering.pick(record.id, 0, 1, BOB)  # within the render interval
+        assert late.outcome is Outcome.ALREADY_ANSWERED and late.show_final and not late.claimed
+        clicks.show(late)
+        await clicks.drain()
+        assert len(poster.updated(record.id)) == 1  # shown once per interval
+    finally:
+        await store.aclose()
+        await raw.aclose()
+
+
 @pytest.mark.parametrize(
     "bad", ["askb:next:abc", "askb:next:abc:", "askb:next:abc:0000z", "askb:next:a b:0", "askb:x:y"]
 )
@@ -910,7 +942,7 @@ async def test_a_form_costs_what_its_submission_alone_costs_on_redis(
             Answer(question="Question number 1?", selected=("No", "Later"), other_text="and"),
         ]
         who = Responder(user_id=ALICE.user_id, name=ALICE.name)
-        submitted = await ran(store.submit(bare.id, who, answers))
+        submitted = await ran(store.submit(bare.id, who, answers, claim=True))  # as a click
         terms_kept = submitted["cmdstat_hget"] - 1
         assert await ran(answering.submit_form(form.id, ALICE, picks)) == {
             **submitted,

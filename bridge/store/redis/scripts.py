@@ -185,7 +185,7 @@ class Submission(Call):
     submission per :attr:`~bridge.record.Responder.key`), under which attempt, and what the
     ask's terms said of them (:class:`~bridge.store.ask_terms.Judged`)."""
 
-    LIBS = ("submission",)
+    LIBS: ClassVar[tuple[str, ...]] = ("submission",)
     INDEXED = True
     key: str
     may: str
@@ -201,11 +201,15 @@ class Submission(Call):
 @dataclass(frozen=True)
 class Submit(Submission):
     OP = "submit"
+    LIBS = ("submission", "showing")
     answers: str
     detail: str
     typed: str
     invalid: str
     """``'1'``: a form with problems, refused while the ask is pending."""
+    show: str
+    """The render interval (s) when the caller shows what the submission finds ended, so the
+    step claims that showing (:attr:`~bridge.store.terms.Submitting.claim`); ``''``: not."""
 
 
 @_op
@@ -290,6 +294,7 @@ class Acked(Call):
 @dataclass(frozen=True)
 class Claim(Call):
     OP = "claim"
+    LIBS = ("showing",)
     INDEXED = True
     interval: float
     token: str
@@ -303,6 +308,7 @@ class Claim(Call):
 @dataclass(frozen=True)
 class Rendered(Call):
     OP = "rendered"
+    INDEXED = True  # drops a settled ask from the index (never given a place in it)
 
 
 @_op

@@ -212,6 +212,7 @@ class RedisStore(Listing, Sweeping, Timers, Streams):
             detail=_detail(by.who.name, dumped),
             typed="1" if holds_typed(answers) else "0",
             invalid="1" if judged.problems else "0",
+            show=repr(self.render_interval) if by.claim else "",
         )
         mark = by.now + self.lease_ttl
         reply = await self._index_and_run(ask_id, submit, mark, now=by.now, xx=True)
@@ -226,8 +227,14 @@ class RedisStore(Listing, Sweeping, Timers, Streams):
         raw = codec.pairs(reply[1])
         verify = tuple(json.loads(reply[2])) if reply[0] == "verify" else ()
         problems = judged.problems if reply[0] == "invalid" else None
+        claimed = len(reply) == 3 and reply[2] == "claimed"
         result = SubmitResult(
-            _OUTCOMES[reply[0]], None, problems, build=lambda: codec.record(raw), verify=verify
+            _OUTCOMES[reply[0]],
+            None,
+            problems,
+            build=lambda: codec.record(raw),
+            verify=verify,
+            claimed=claimed,
         )
         if reply[0] in ("accepted", "expired"):  # this submission ended it
             if self._cluster:

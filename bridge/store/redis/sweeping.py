@@ -179,6 +179,13 @@ class Sweeping(Indexes):
     @guarded("mark_rendered")
     async def mark_rendered(self, ask_id: str) -> None:
         await self._init()
+        if not self._cluster:  # the script drops a settled ask from the due index itself
+            call = Rendered()
+            keys = [*self._keys(ask_id), self.keys.due]
+            await self._call(
+                call.OP, keys, argv(self._head(call.OP, ask_id, None), call), alone=True
+            )
+            return
         reply = await self._run(ask_id, Rendered(), alone=True)
         if reply[0] == "ok" and reply[1] == "1":
             await self._r.zrem(self.keys.due, ask_id)

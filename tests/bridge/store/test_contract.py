@@ -1338,6 +1338,58 @@ async def test_a_claim_given_the_ended_ask_returns_what_the_store_holds(
         assert got is not None and got.id == other.id and got.status is AskStatus.CANCELLED
 
 
+async def test_a_click_that_finds_the_ask_ended_claims_its_showing_in_the_same_step(
+    make_store: StoreFactory,
+) -> None:
+    """A caller that shows what its click finds ended asks the submission's step to claim that
+    showing (``claim``): granted as :meth:`Store.claim_render` would grant it -- once across
+    replicas per render interval, for an ask posted somewhere -- so the caller shows the
+    record at once; the same attempt sent again keeps its claim. A pending ask, one nobody
+    posted, or a caller that does not ask claims nothing."""
+    a, b = await make_store(render_interval=10), await make_store(render_interval=10)
+    rec = new_record()
+    await a.create(rec)
+    ref = MessageRef(platform="memory", channel="C1", message_id="1")
+    await a.set_message(rec.id, ref)
+    now = time.time()
+    first = await a.pick(rec.id, ALICE, 0, 0, now=now, attempt="first", claim=True)
+    assert first.outcome is SubmitOutcome.ACCEPTED and first.claimed
+    assert first.record is not None and first.record.messages == (ref,)
+    resent = await a.pick(rec.id, ALICE, 0, 0, now=now, attempt="first", claim=True)
+    assert resent.outcome is SubmitOutcome.ACCEPTED and resent.claimed
+    assert await b.claim_render(rec.id, now=now + 1) is None  # the click's step holds it
+    late = await b.pick(rec.id, BOB, 0, 1, now=now + 2, claim=True)
+    assert late.outcome is SubmitOutcome.ALREADY_ANSWERED and not late.claimed
+    later = await b.pick(rec.id, BOB, 0, 1, now=now + 11, claim=True)
+    assert later.outcome is SubmitOutcome.ALREADY_ANSWERED and later.claimed  # next interval
+    assert await a.claim_render(rec.id, now=now + 12) is None
+    unasked = await b.pick(rec.id, BOB, 0, 1, now=now + 30)
+    assert not unasked.claimed
+    assert await a.claim_render(rec.id, now=now + 30) is not None
+
+    unposted = new_record()
+    await a.create(unposted)
+    ended = await a.pick(unposted.id, ALICE, 0, 0, claim=True)
+    assert ended.outcome is SubmitOutcome.ACCEPTED and not ended.claimed  # no message yet
+    assert await a.claim_render(unposted.id, message=ref) is not None  # its poster shows it
+
+    two = new_record(required=2)
+    await a.create(two)
+    await a.set_message(two.id, ref)
+    recorded = await a.pick(two.id, ALICE, 0, 0, claim=True)
+    assert recorded.outcome is SubmitOutcome.RECORDED and not recorded.claimed  # pending
+    agreed = await b.pick(two.id, BOB, 0, 0, claim=True)
+    assert agreed.outcome is SubmitOutcome.ACCEPTED and agreed.claimed
+    form = new_record()
+    await a.create(form)
+    await a.set_message(form.id, ref)
+    await a.close(form.id, AskStatus.CANCELLED)  # the closer claims nothing: a form clicked
+    picks = {0: Picks((0,))}
+    closed = await b.submit_form(form.id, ALICE, picks, claim=True)
+    assert closed.outcome is SubmitOutcome.CLOSED and closed.claimed
+    assert await a.claim_render(form.id) is None
+
+
 async def test_a_final_state_never_shown_is_swept_until_marked(make_store: StoreFactory) -> None:
     a, b = await make_store(render_interval=10), await make_store(render_interval=10)
     rec = new_record(deferred=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import signal
 import time
 import uuid
@@ -358,6 +359,35 @@ async def test_sigterm_finishes_a_click_in_flight_and_leaves_pending_asks_alone(
     assert answered.answers is not None and answered.answers[0].selected == ("n",)
     assert untouched is not None and untouched.status is AskStatus.PENDING
     assert "Traceback" not in "".join(serve.log)
+
+
+class Counted(str):
+    """A text that counts how often its ``repr`` was built (slack_sdk's debug lines build it)."""
+
+    built = 0
+
+    def __repr__(self) -> str:
+        Counted.built += 1
+        return super().__repr__()
+
+
+async def test_slack_sdk_builds_its_debug_lines_only_when_debug_is_logged(
+    fake: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """slack_sdk formats every call's request (a click's ``chat.update``: the whole message) and
+    response for its debug lines whenever its logger's *own* level is at most DEBUG -- as a
+    logger nobody set always is -- and then drops them. Our clients' logger reads as the level it
+    logs at: with DEBUG off nothing is built; on, the lines are logged as slack_sdk writes them."""
+    client = make_client(BOT_TOKEN, fake.url)
+    caplog.set_level(logging.INFO, logger="slack_sdk")
+    Counted.built = 0
+    await client.chat_postMessage(channel=CHANNEL, text=Counted("quiet"))
+    assert Counted.built == 0
+    assert not [r for r in caplog.records if r.name.startswith("slack_sdk")]
+    caplog.set_level(logging.DEBUG, logger="slack_sdk")
+    await client.chat_postMessage(channel=CHANNEL, text=Counted("told"))
+    assert Counted.built > 0
+    assert any(r.getMessage().startswith("Sending a request") for r in caplog.records)
 
 
 async def test_serving_makes_every_call_over_one_kept_connection(fake: FakeSlack) -> None:

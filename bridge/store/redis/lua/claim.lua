@@ -1,8 +1,8 @@
 -- The right to show the ended ask's final state, once per interval: {'claimed', record} or
 -- {'no'}; with `brief`, {'claimed', message, escalations ('' if none)}: the caller holds the ask
 -- ended, which shows the same since, but for where it was posted. Run twice: the claim token
--- makes the re-sent claim granted again. Indexed (the due index's key given) only with a
--- message: a failed render is then retried by a sweep.
+-- makes the re-sent claim granted again (lib/showing.lua). Indexed (the due index's key given)
+-- only with a message: a failed render is then retried by a sweep.
 local interval = ARGV[10] -- the render interval (s)
 local token = ARGV[11] -- a token per claim
 local message = ARGV[12] -- JSON ('' if none): where the claimant posted it
@@ -10,14 +10,6 @@ local detail = ARGV[13] -- the 'posted' event's
 local unshown = ARGV[14] -- '1' to refuse an ask already shown (a sweep named it just before it
 -- was)
 local brief = ARGV[15] -- '1': answer where it was posted, not the record
-
-local function claimed()
-  if brief == '1' then
-    return {'claimed', redis.call('HGET', rec, 'message'),
-      redis.call('HGET', rec, 'escalations') or ''}
-  end
-  return {'claimed', record()}
-end
 
 if not indexed() then
   return {'missing'}
@@ -33,16 +25,11 @@ if not redis.call('HGET', rec, 'message') and message ~= '' then
   redis.call('HSET', rec, 'message', message)
   event('posted', 'null', detail)
 end
-if not redis.call('HGET', rec, 'message') then
+if not claim_showing(token, interval) then
   return {'no'}
 end
-if redis.call('HGET', rec, 'render_by') == token then
-  return claimed() -- this claim re-sent
+if brief == '1' then
+  return {'claimed', redis.call('HGET', rec, 'message'),
+    redis.call('HGET', rec, 'escalations') or ''}
 end
-local last = redis.call('HGET', rec, 'render_at')
-if last and tonumber(now) - tonumber(last) < tonumber(interval) then
-  return {'no'}
-end
-redis.call('HSET', rec, 'render_at', now, 'render_by', token)
-redis.call('HINCRBY', rec, 'render_tries', 1)
-return claimed()
+return {'claimed', record()}
