@@ -128,7 +128,8 @@ class DiscordReceiver:
             ack_budget=ack_budget,
             links=browser_links(),
         )
-        self.interactions = Interactions(clicks)
+        shows = poster if isinstance(poster, DiscordPoster) else None
+        self.interactions = Interactions(clicks, shows)
         self.interactions.install(self.client)
 
     def routes(self) -> Sequence[HttpRoute]:

@@ -1,22 +1,26 @@
 """Discord's clicks: interactions parsed into clicks, and Discord's responses to them (the click
 step of ask -> post -> click -> resolve -> show, on Discord).
 
-A click on a posted ask reaches the bot over the gateway; its button is dispatched by the
-``ui.DynamicItem`` class of its kind (one per template of :data:`bridge.routing.TEMPLATES`, one
-for every other id of ours), a modal submission by its ``custom_id``'s kind (:data:`_MODALS`);
-each is read into a :class:`~bridge.clicks.Click` and handed, with a Discord responder
-(:class:`_Reply`), to :meth:`bridge.clicks.Clicks.handle` -- built by the receiver
-(:class:`platforms.discord.DiscordReceiver`) -- which judges it (:mod:`bridge.answering`), times
-it and shows the new state (:mod:`bridge.showing`). Discord's own rules are the responder's:
+A click on a posted ask reaches the bot over the gateway, and every interaction passes the one
+listener (:meth:`Interactions.on_interaction`): a button of ours is read from its ``custom_id``
+alone (:meth:`bridge.clicks.Click.control`; discord.py's views and ``DynamicItem`` templates
+would rebuild a view from the message on every click first), a modal submission by its
+``custom_id``'s kind (:data:`_MODALS`); each is read into a :class:`~bridge.clicks.Click` and
+handed, with a Discord responder (:class:`_Reply`), to :meth:`bridge.clicks.Clicks.handle` --
+built by the receiver (:class:`platforms.discord.DiscordReceiver`) -- which judges it
+(:mod:`bridge.answering`), times it and shows the new state (:mod:`bridge.showing`). Discord's
+own rules are the responder's:
 
 * **Routing without memory.** Buttons are routed by their ``custom_id`` on every click, so they
   work after a restart, on any replica and any shard, and never time out. Modal submissions are
   read from the payload, not from discord.py's per-process modal store.
 * **3 seconds.** A click is judged before its response when the store answers within the
-  budget (well under 3 s): a refusal is the ephemeral response itself, an accepted click a
-  deferred update, and the message shows the new state in the background. A slow store falls
-  back to a deferred response at once and an ephemeral follow-up with the outcome (a form's retry
-  view kept).
+  budget (well under 3 s): a refusal is the ephemeral response itself; the accepted click that
+  ends the ask is answered by updating the message to its final state (UPDATE_MESSAGE: one
+  request where a deferred update and an edit were two, :meth:`_Reply._show_final`); any other
+  accepted click by a deferred update, the message showing the new state in the background. A
+  slow store falls back to a deferred response at once and an ephemeral follow-up with the
+  outcome (a form's retry view kept).
 * **Modals first.** A modal must be the first response to its click: a control that opens one
   (``Answer``, ``Other…``, ``Next``) does one bounded store read (may this person answer, and the
   question set to render) and then either opens the modal or explains; if the store is slow it
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,11 +53,13 @@ from platforms.discord.markup import (
     form_modal,
     other_modal,
     plain,
+    render_message,
     retry_view,
     step_text,
     step_view,
     typed_modal,
 )
+from platforms.discord.poster import DiscordPoster
 from platforms.discord.text import NO_MENTIONS, ROLE_PREFIX
 
 log = logging.getLogger(__name__)
@@ -61,6 +67,8 @@ RECORDED_NOW = "✅ Your answer is recorded."
 FORM_READY = "The form is ready:"
 _PICK_FIELD = re.compile(r"^q([0-9])$")
 _RETRYABLE = (Outcome.INVALID, Outcome.UNAVAILABLE)
+_BUTTON = discord.ComponentType.button.value
+_MODAL_SUBMIT = discord.InteractionType.modal_submit
 UNKNOWN_INTERACTION = 10062
 """Discord's code for a response to an interaction it no longer knows (its 3 s are over)."""
 ALREADY_ACKNOWLEDGED = 40060
@@ -77,17 +85,17 @@ def caller(interaction: discord.Interaction[Any]) -> Caller:
 
 
 class Interactions:
-    """The handlers of one bot: buttons (one ``DynamicItem`` class per kind of control,
-    :func:`control_items`) and modal submissions (:meth:`on_interaction`), each read into a
-    :class:`~bridge.clicks.Click` for ``clicks``."""
+    """The handlers of one bot: its buttons' clicks and its modals' submissions, both through
+    :meth:`on_interaction`, each read into a :class:`~bridge.clicks.Click` for ``clicks``."""
 
-    def __init__(self, clicks: Clicks) -> None:
+    def __init__(self, clicks: Clicks, poster: DiscordPoster | None = None) -> None:
         self.clicks = clicks
+        self.poster = poster
+        """The poster that shows this bot's asks' new states: a click that ends an ask shows the
+        final state in its own response and tells it so (:meth:`_Reply.respond`)."""
 
     def install(self, client: discord.Client) -> None:
-        """Register the button templates and the modal listener on ``client`` (before it
-        connects)."""
-        client.add_dynamic_items(*control_items(self))
+        """Register the one listener of every interaction on ``client`` (before it connects)."""
         handler = self.on_interaction
 
         async def on_interaction(interaction: discord.Interaction[Any]) -> None:
@@ -104,19 +112,27 @@ class Interactions:
         found = None if control_id is None else Click.control(control_id, who, steps=True)
         click = found or Click.bad(who)
         label = _LABELS.get(click.kind, "")
-        await self.clicks.handle(click, _Reply(interaction, click, label=label))
+        reply = _Reply(interaction, click, label=label, poster=self.poster)
+        await self.clicks.handle(click, reply)
 
     # -- modal submissions ----------------------------------------------------------------
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
-        """Every interaction passes here; only submissions of our modals are handled (buttons go
-        through the DynamicItem templates), each read as :data:`_MODALS` says by the kind of
-        the control that opened the modal (its ``custom_id``)."""
-        if interaction.type is not discord.InteractionType.modal_submit:
+        """Every interaction passes here; those of our controls are handled, by their
+        ``custom_id``: a button's click (:meth:`on_click`), a modal's submission read as
+        :data:`_MODALS` says by the kind of the control that opened the modal."""
+        sent = interaction.type
+        if sent is not discord.InteractionType.component and sent is not _MODAL_SUBMIT:
             return
         data: Mapping[str, Any] = interaction.data or {}
         custom_id = data.get("custom_id")
         if not isinstance(custom_id, str) or not routing.is_ours(custom_id):
+            return
+        if sent is discord.InteractionType.component:
+            well_formed = data.get("component_type") == _BUTTON and not routing.MALFORMED.fullmatch(
+                custom_id
+            )
+            await self.on_click(interaction, custom_id if well_formed else None)
             return
         who = caller(interaction)
         try:
@@ -136,7 +152,8 @@ class Interactions:
             await tell(interaction, step_text(submitted.step), view=submitted.retry)
             return
         click = submitted.click
-        await self.clicks.handle(click, _Reply(interaction, click, retry=submitted.retry))
+        reply = _Reply(interaction, click, retry=submitted.retry, poster=self.poster)
+        await self.clicks.handle(click, reply)
 
 
 @dataclass(frozen=True)
@@ -220,8 +237,10 @@ class _Reply:
         *,
         retry: ui.View | None = None,
         label: str = "",
+        poster: DiscordPoster | None = None,
     ) -> None:
         self.interaction = interaction
+        self.poster = poster
         self.click = click
         self.retry = retry
         """A form that can be tried again: the view offered with a retryable refusal."""
@@ -250,7 +269,7 @@ class _Reply:
                 await interaction.response.edit_message(
                     content=RECORDED_NOW, view=None, allowed_mentions=NO_MENTIONS
                 )
-            else:
+            elif not await self._show_final(verdict):
                 await interaction.response.defer()
         elif ephemeral_source:
             await interaction.response.edit_message(
@@ -258,6 +277,43 @@ class _Reply:
             )
         else:
             await tell(interaction, verdict.explain, view=view)
+        return True
+
+    async def _show_final(self, verdict: Verdict) -> bool:
+        """The click ended the ask, on the ask's one message: the response itself shows the
+        final state (UPDATE_MESSAGE) -- one request where a deferred update and an edit of the
+        message were two -- and the poster is told, so the showing that follows (its claim, then
+        the update: :func:`bridge.showing.show_final`) sends nothing more and marks it shown.
+        ``False`` when this is not that click, or Discord refused the rendering (nothing was
+        answered yet: the caller defers, and the showing's edit tightens the rendering)."""
+        record, poster, message = verdict.record, self.poster, self.interaction.message
+        if (
+            poster is None
+            or record is None
+            or not verdict.show_final
+            or message is None
+            or record.message is None
+            or record.escalations
+            or record.message.message_id != str(message.id)
+        ):
+            return False
+        final = render_message(record, browser=poster.browser)
+        response = self.interaction.response
+
+        def respond() -> Awaitable[object]:
+            return response.edit_message(
+                content=final.content,
+                embeds=final.embeds,
+                view=final.view,
+                allowed_mentions=final.allowed_mentions,
+            )
+
+        try:
+            await poster.showing_by_click(record.id, record.message.message_id, respond)
+        except discord.HTTPException as refused:
+            if poster.refusal(refused) is None:
+                raise
+            return False
         return True
 
     async def tell(self, verdict: Verdict) -> None:
@@ -298,56 +354,6 @@ def _modal(click: Click, record: AskRecord) -> ui.Modal:
     if click.kind is Kind.STEP and click.step is not None:
         return typed_modal(click.step, record)
     return form_modal(record)
-
-
-def control_items(interactions: Interactions) -> list[type[ui.DynamicItem[ui.Button[ui.View]]]]:
-    """The DynamicItem classes for the buttons of ours, one per kind of control
-    (:data:`bridge.routing.TEMPLATES`) and one for every other id of ours
-    (:data:`bridge.routing.MALFORMED`), bound to ``interactions``. discord.py runs every class
-    whose template matches an id whole; these match each id exactly once."""
-
-    class Control(ui.DynamicItem[ui.Button[ui.View]], template=routing.MALFORMED):
-        """A button of ours; this class itself takes the malformed ids."""
-
-        well_formed = False
-
-        def __init__(self, item: ui.Button[ui.View], control_id: str | None) -> None:
-            super().__init__(item)
-            self.control_id = control_id
-
-        @classmethod
-        async def from_custom_id(
-            cls,
-            interaction: discord.Interaction[Any],
-            item: ui.Item[Any],
-            match: re.Match[str],
-            /,
-        ) -> Control:
-            control_id = match.group(0) if cls.well_formed else None
-            if not isinstance(item, ui.Button):  # our id on another kind of component
-                control_id = None
-                item = ui.Button(custom_id=match.group(0))
-            return cls(item, control_id)
-
-        async def callback(self, interaction: discord.Interaction[Any]) -> None:
-            await interactions.on_click(interaction, self.control_id)
-
-    class Pick(Control, template=routing.TEMPLATES["pick"]):
-        well_formed = True
-
-    class Other(Control, template=routing.TEMPLATES["other"]):
-        well_formed = True
-
-    class Answer(Control, template=routing.TEMPLATES["answer"]):
-        well_formed = True
-
-    class Next(Control, template=routing.TEMPLATES["next"]):
-        well_formed = True
-
-    class Browser(Control, template=routing.TEMPLATES["web"]):
-        well_formed = True
-
-    return [Pick, Other, Answer, Next, Browser, Control]
 
 
 async def not_opened(

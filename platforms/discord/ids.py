@@ -4,8 +4,8 @@ Buttons carry the platform-neutral routing ids of :mod:`bridge.routing` (``pick`
 ``answer``, and ``next`` for the second step of a three- or four-question form, on an ephemeral
 message only the person sees; see :mod:`platforms.discord.markup`). A modal's ``custom_id`` is
 the id of the control that opened it, so a submission is routed the same way: ``answer`` (the
-form), ``other`` (one typed answer), ``next`` (the typed-answer step). Buttons are dispatched by
-the templates of :data:`bridge.routing.TEMPLATES` (:func:`platforms.discord.app.control_items`).
+form), ``other`` (one typed answer), ``next`` (the typed-answer step). Buttons are read from
+their ids alike (:meth:`platforms.discord.app.Interactions.on_interaction`).
 """
 
 from __future__ import annotations

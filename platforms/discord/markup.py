@@ -263,8 +263,8 @@ OPEN_IN_BROWSER = "Open in browser"
 
 
 def _view(*buttons: ui.Button[ui.View]) -> ui.View:
-    """A view only to render: stopped, so discord.py keeps no copy (clicks are dispatched by the
-    DynamicItem template, from the custom_id alone), and no timeout ever disables it."""
+    """A view only to render: stopped, so discord.py keeps no copy (clicks are read from the
+    custom_id alone, :mod:`platforms.discord.app`), and no timeout ever disables it."""
     view = ui.View(timeout=None)
     for button in buttons:
         view.add_item(button)

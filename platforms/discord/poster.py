@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Awaitable, Callable
+
 import discord
 
 from bridge.poster import AnswererIds, Poster
-from bridge.record import AskRecord, MessageRef
+from bridge.record import AskRecord, AskStatus, MessageRef
 from bridge.web_links import browser_links
 from platforms.discord.client import RestClient
 from platforms.discord.markup import reminder_content, render_message
@@ -16,6 +19,9 @@ PLATFORM = "discord"
 INVALID_FORM_BODY = 50035
 """Discord's JSON error code for a request body it refuses (a too-long text, too many
 components): https://discord.com/developers/docs/topics/opcodes-and-status-codes#json"""
+SHOWN_BY_CLICKS = 1024
+"""How many messages whose final state a click's response showed are remembered (the oldest
+forgotten first): their showing comes within a second or two, so a few hundred clicks' worth."""
 
 
 def snowflake(value: str, what: str) -> int:
@@ -39,6 +45,34 @@ class DiscordPoster(Poster):
         self.browser = browser_links() is not None if browser is None else browser
         """Pending messages offer ``Open in browser`` (default: when the web platform is on and
         its public URL is set, :func:`bridge.web_links.browser_links`)."""
+        self._shown_by_click: dict[str, str] = {}
+        """Message id -> the ask whose final state a click's response put on it
+        (:meth:`showing_by_click`)."""
+        self._editing: Counter[str] = Counter()
+        """Message id -> edits of it in flight (:meth:`update`)."""
+        self._responding: dict[str, bool] = {}
+        """Message id -> no edit of it was in flight while a click's response showed it."""
+
+    async def showing_by_click(
+        self, ask_id: str, message_id: str, respond: Callable[[], Awaitable[object]]
+    ) -> None:
+        """Run ``respond``: a click's response (Discord's UPDATE_MESSAGE) showing the final state
+        of ask ``ask_id``, which has ended, on its message ``message_id``. Once it has, the next
+        update to show that state (:func:`bridge.showing.show_final`, after its claim) has
+        nothing left to send: what an ended ask shows never changes, so its id is all that is
+        kept. Unless an edit of the message was in flight meanwhile (the submissions so far of
+        an ask several people answer, :meth:`bridge.showing.Showing.show_progress`): it may
+        have landed after the response, and the final state is then sent again."""
+        self._responding[message_id] = not self._editing[message_id]
+        try:
+            await respond()
+        finally:
+            alone = self._responding.pop(message_id, False)
+        if alone and not self._editing[message_id]:
+            shown = self._shown_by_click
+            shown[message_id] = ask_id
+            if len(shown) > SHOWN_BY_CLICKS:
+                del shown[next(iter(shown))]
 
     def refusal(self, error: Exception) -> str | None:
         """Discord's words for a 400 "Invalid Form Body" (which fields, and why)."""
@@ -79,9 +113,24 @@ class DiscordPoster(Poster):
         while pending, the submissions of an ask that needs several people)."""
         if record.message is None:
             return
+        message_id = record.message.message_id
+        shown_by_click = self._shown_by_click.pop(message_id, None)  # a pending state replaces it
+        if shown_by_click == record.id and record.status is not AskStatus.PENDING:
+            return  # the click's response showed this final state already
+        self._editing[message_id] += 1
+        if message_id in self._responding:
+            self._responding[message_id] = False
+        try:
+            await self._edit(record, record.message)
+        finally:
+            self._editing[message_id] -= 1
+            if not self._editing[message_id]:
+                del self._editing[message_id]
+
+    async def _edit(self, record: AskRecord, ref: MessageRef) -> None:
         client = await self.rest.get()
-        channel = client.get_partial_messageable(snowflake(record.message.channel, "channel"))
-        target = channel.get_partial_message(snowflake(record.message.message_id, "message"))
+        channel = client.get_partial_messageable(snowflake(ref.channel, "channel"))
+        target = channel.get_partial_message(snowflake(ref.message_id, "message"))
 
         async def edit(tightest: bool) -> None:
             message = render_message(record, tightest=tightest, browser=self.browser)

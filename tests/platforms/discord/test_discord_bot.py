@@ -3,6 +3,7 @@ every shape answered, refusals explained privately, the message re-rendered when
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import discord
@@ -64,7 +65,11 @@ async def test_one_click_answers_and_shows_the_answer(bot: Bot, fake: FakeDiscor
     assert "Ship it?" in posted["embeds"][0]["description"]
     assert "**No** — No description" in posted["embeds"][0]["description"]
     click = await fake.click(ALICE, posted, f"askb:pick:{record.id}:0:1")
-    assert (await fake.responded(click))["type"] == 6  # judged before the response: stored
+    response = await fake.responded(click)
+    # judged before the response (stored), which shows the outcome itself: UPDATE_MESSAGE
+    assert response["type"] == 7
+    assert response["data"]["content"] == f"Answered by <@{ALICE}>"
+    assert response["data"]["components"] == []
     assert await bot.store.get(record.id) is not None
     done = await answered(bot, record)
     assert picks(done) == [(("No",), None)]
@@ -85,7 +90,7 @@ async def test_other_alone_opens_a_modal_first_and_answers_by_typing(
     text = fields(modal)["t0"]["component"]
     assert text["required"] is True and text["max_length"] == 2000
     submit = await fake.submit(ALICE, click, {"t0": "  Only on Fridays  "})
-    assert (await fake.responded(submit))["type"] == 6
+    assert (await fake.responded(submit))["type"] == 7
     done = await answered(bot, record)
     assert picks(done) == [((), "Only on Fridays")]
     assert "✏️ Only on Fridays" in bot.message(record)["embeds"][0]["description"]
@@ -100,7 +105,7 @@ async def test_multiselect_with_a_typed_answer_in_one_modal(bot: Bot, fake: Fake
     assert list(fields(modal)) == ["q0", "t0"]
     assert fields(modal)["q0"]["component"]["type"] == 22  # a checkbox group
     submit = await fake.submit(ALICE, click, {"q0": ["0", "2"], "t0": "fuzzing"})
-    assert (await fake.responded(submit))["type"] == 6
+    assert (await fake.responded(submit))["type"] == 7
     assert picks(await answered(bot, record)) == [(("lint", "tests"), "fuzzing")]
 
 
@@ -170,7 +175,7 @@ async def test_four_questions_all_chosen_answer_in_one_modal(bot: Bot, fake: Fak
     await modal_of(fake, click)
     values = {"q0": "0", "q1": ["1"], "q2": "0", "q3": ["0", "1"]}
     submit = await fake.submit(ALICE, click, values)
-    assert (await fake.responded(submit))["type"] == 6
+    assert (await fake.responded(submit))["type"] == 7
     assert picks(await answered(bot, record)) == [
         (("eu",), None),
         (("e2e",), None),
@@ -226,9 +231,53 @@ async def test_roles_are_read_from_the_clicking_member(bot: Bot, fake: FakeDisco
         f"Sorry, you can't answer this one: it is for <@&{REVIEWERS}>."
     )
     accepted = await fake.click(CAROL, posted, f"askb:pick:{record.id}:0:0")
-    assert (await fake.responded(accepted))["type"] == 6
+    assert (await fake.responded(accepted))["type"] == 7
     done = await answered(bot, record)
     assert done.answered_by is not None and done.answered_by.user_id == CAROL
+
+
+def edits_of(fake: FakeDiscord, message: dict[str, Any]) -> list[int]:
+    """The statuses of the edits of ``message`` sent over REST (PATCH), in order."""
+    path = f"/channels/{message['channel_id']}/messages/{message['id']}"
+    return [c.status for c in fake.calls if c.method == "PATCH" and c.path == path]
+
+
+async def test_the_answering_click_shows_the_outcome_once_and_the_ask_is_marked_shown(
+    bot: Bot, fake: FakeDiscord
+) -> None:
+    """The response to the click that ends the ask shows its final state; the showing that
+    follows (claim, mark shown) sends no second edit of the message, and the ask leaves the
+    sweeper's list of asks to show."""
+    record = await bot.ask([q("Ship it?", "Ship", ["Yes", "No"])])
+    posted = bot.message(record)
+    click = await fake.click(ALICE, posted, f"askb:pick:{record.id}:0:0")
+    assert (await fake.responded(click))["type"] == 7
+    await answered(bot, record)
+
+    async def shown() -> bool:
+        return any(e.kind == "rendered" for e in await bot.store.history(record.id))
+
+    async with asyncio.timeout(10):
+        while not await shown():  # noqa: ASYNC110 (polling the store's trail)
+            await asyncio.sleep(0.02)
+    assert edits_of(fake, posted) == []
+    assert bot.message(record)["content"] == f"Answered by <@{ALICE}>"
+    assert not fake.errors()
+
+
+async def test_a_response_discord_refuses_is_deferred_and_the_message_edited(
+    bot: Bot, fake: FakeDiscord
+) -> None:
+    """Discord refuses the response's rendering (400 Invalid Form Body): the click is answered
+    with a deferred update instead, and the message shows the outcome by an edit."""
+    record = await bot.ask([q("Ship it?", "Ship", ["Yes", "No"])])
+    posted = bot.message(record)
+    fake.fail_next("/callback", 400, 50035, "Invalid Form Body")
+    click = await fake.click(ALICE, posted, f"askb:pick:{record.id}:0:1")
+    assert (await fake.responded(click))["type"] == 6
+    assert picks(await answered(bot, record)) == [(("No",), None)]
+    assert edits_of(fake, posted) == [200]
+    assert bot.message(record)["content"] == f"Answered by <@{ALICE}>"
 
 
 async def test_late_and_double_clicks_are_told(bot: Bot, fake: FakeDiscord) -> None:
@@ -373,7 +422,7 @@ async def test_served_beside_slack_in_one_process(fake: FakeDiscord, store: Redi
         posting = Bot(fake, store, discord_)  # the runtime receives its clicks
         record = await posting.ask([q("Both?", "Both", ["Yes", "No"])])
         click = await fake.click(ALICE, posting.message(record), f"askb:pick:{record.id}:0:0")
-        assert (await fake.responded(click))["type"] == 6
+        assert (await fake.responded(click))["type"] == 7
         assert picks(await answered(posting, record)) == [(("Yes",), None)]
     await posting.stop()
     await slack_api.cleanup()
@@ -415,9 +464,9 @@ async def test_rate_limits_discord_answers_are_counted(bot: Bot, fake: FakeDisco
     fake.rate_limit(f"/channels/{CHANNEL}/messages")
     record = await bot.ask([q("Ship it?", "Ship", ["Yes", "No"])])  # posted after the 429
     assert ratelimited() == before + 1
-    fake.rate_limit(f"/channels/{CHANNEL}/messages/")  # the re-render after the answer
+    fake.rate_limit("/callback")  # the click's response, which shows the answer
     click = await fake.click(ALICE, bot.message(record), f"askb:pick:{record.id}:0:0")
-    assert (await fake.responded(click))["type"] == 6
+    assert (await fake.responded(click))["type"] == 7
     await answered(bot, record)
     assert ratelimited() == before + 2
     assert [c.status for c in fake.calls].count(429) == 2

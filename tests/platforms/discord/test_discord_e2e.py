@@ -201,7 +201,7 @@ async def test_two_bots_sharing_one_redis_race_on_one_ask(world: World) -> None:
     finally:
         await other.stop()
     assert code == 0, err
-    (winner,) = [c for c, r in zip(clicks, responses, strict=True) if r["type"] == 6]
+    (winner,) = [c for c, r in zip(clicks, responses, strict=True) if r["type"] == 7]
     (loser,) = [c for c in clicks if c is not winner]
     names = {ALICE: "Yes", BOB: "No"}
     assert answers(out) == [{"selected": [names[winner.user]]}]
@@ -268,7 +268,7 @@ async def test_two_approvers_answer_an_ask_that_needs_two(world: World) -> None:
         pressed = await world.fake.click(
             ALICE, message, button(message, "Hold")
         )  # changes her mind
-        assert (await world.fake.responded(pressed))["type"] == 6
+        assert (await world.fake.responded(pressed))["type"] == 7
         code, out, err = await agent.result()
     finally:
         await agent.kill()
@@ -307,7 +307,7 @@ async def test_an_approver_whose_role_was_removed_no_longer_counts(world: World)
         )
         assert agent.proc.returncode is None  # still waiting: one approval stands
         pressed = await world.fake.click(CAROL, message, button(message, "Ship it"))
-        assert (await world.fake.responded(pressed))["type"] == 6
+        assert (await world.fake.responded(pressed))["type"] == 7
         code, out, err = await agent.result()
     finally:
         await agent.kill()

@@ -67,7 +67,7 @@ async def test_a_click_told_nothing_was_saved_never_lands_later(aof_redis: Redis
         await asyncio.to_thread(aof_redis.start)  # back while that click would still retry
         await asyncio.sleep(3)  # time for a withdrawn click to land, were it still queued
         shipping = await fake.click(ALICE, message, button(message, "Ship it"))
-        assert (await fake.responded(shipping))["type"] == 6  # accepted: a deferred update
+        assert (await fake.responded(shipping))["type"] == 7  # accepted, the outcome shown
         code, out, err = await agent.result(within=90)
     finally:
         await agent.kill()
