@@ -2,7 +2,8 @@
 entry point beside the handler path, and what checking a tool call's arguments costs, each beside
 the code issue 11 found in the same run.
 
-Run: ``.venv/bin/python -m bench.tool_path [SECONDS] [--before REV|none] [--entries A,B,...]``.
+Run: ``.venv/bin/python -m bench.tool_path [SECONDS] [--before REV|DIR|none] [--entries A,B,...]
+[--rounds N]``.
 
 Cycles (``tool_child.py cycles``): one process, 64 calls in flight, each a full cycle of a
 4-question ask (create, post to a poster that shows nothing, record the message, wait; a second
@@ -11,12 +12,18 @@ one entry point: ``handler`` (the ``ChatHandler`` called with validated question
 the tool path is held to, within 20%), ``ainvoke`` and ``acall`` (the model's decoded JSON), and
 each framework adapter as its framework calls it: ``providers`` (``arun_tool_call`` with the
 arguments object), ``chatlas`` (the async tool's function), ``pydantic-ai`` (the tool's
-function), ``openai-agents`` (``on_invoke_tool`` with the JSON text), ``langchain`` (``_arun``),
-``claude`` (``can_use_tool`` deciding ``AskUserQuestion``). Each run is a fresh process; the
-entry points alternate round by round, so a machine that slows down slows all alike; the figure
-is the median over :data:`ROUNDS` runs. ``--before REV`` (default ``1a9ff19``, run as it was
-installed then: without hiredis does not matter here, both sides use this environment) runs the
-handler, ``ainvoke`` and ``acall`` over that revision too.
+function), ``openai-agents`` (as the SDK calls a tool with a ``needs_approval`` policy: the
+decoded arguments to the policy, which asks, then ``on_invoke_tool`` with the text), ``langchain``
+(``_arun``), ``claude`` (``can_use_tool`` deciding ``AskUserQuestion``). Each run is a fresh
+process, what its imports and setup made frozen out of the garbage collector's sight before the
+cycles start (``gc.freeze``: otherwise a framework's imports, 190,000 objects for the OpenAI
+Agents SDK, were scanned by the full collections a short run happens to catch); the entry points
+alternate round by round, so a machine that slows down slows all alike; the figure is the median
+over :data:`ROUNDS` runs (``--rounds N``: N). ``--before REV`` (default ``1a9ff19``, run as it
+was installed then: without hiredis does not matter here, both sides use this environment) runs
+the handler, ``ainvoke`` and ``acall`` over that revision too, each run beside this checkout's,
+either first in turn; ``--before DIR``, a directory holding another tree's ``bridge`` (e.g.
+``git archive HEAD | tar -x -C DIR``, or a worktree), runs every entry point over it.
 
 Argument checking (``tool_child.py check``): microseconds of CPU per call to unwrap the arguments
 object and check and build the question set (``questions_from_arguments`` then
@@ -60,7 +67,8 @@ ENTRIES = (
     "claude",
 )
 BEFORE_ENTRIES = ("handler", "ainvoke", "acall")
-"""What the earlier revision runs: its adapters' entry points differ."""
+"""What an earlier revision runs: its adapters' entry points differ (a tree given as a directory
+runs them all)."""
 CHECK_ROUNDS = 500
 TARGETS = {"realistic": 50.0, "maximal ASCII": 150.0, "maximal 3-byte UTF-8": 150.0}
 
@@ -91,9 +99,16 @@ def main() -> None:
         del args[at : at + 2]
         if "handler" not in entries:
             entries = ("handler", *entries)
+    rounds = ROUNDS
+    if "--rounds" in args:
+        at = args.index("--rounds")
+        rounds = int(args[at + 1])
+        del args[at : at + 2]
     seconds = float(args[0]) if args else 3.0
     with tempfile.TemporaryDirectory() as tmp, server_url() as url:
-        old = extract_revision(before, Path(tmp)) if before else None
+        tree = Path(before) if before and Path(before, "bridge").is_dir() else None
+        old = tree or (extract_revision(before, Path(tmp)) if before else None)
+        compared = entries if tree else BEFORE_ENTRIES
         sets = Path(tmp) / "sets.json"
         sets.write_text(json.dumps(question_sets()))
         checks_now = [run_child(CHILD, "check", str(sets), str(CHECK_ROUNDS)) for _ in range(2)]
@@ -103,14 +118,15 @@ def main() -> None:
             else []
         )
         now: dict[str, list[dict[str, Any]]] = {e: [] for e in entries}
-        then: dict[str, list[dict[str, Any]]] = {e: [] for e in BEFORE_ENTRIES if e in entries}
-        for _ in range(ROUNDS):
+        then: dict[str, list[dict[str, Any]]] = {e: [] for e in compared if e in entries}
+        for round_ in range(rounds):
             for entry in entries:
-                now[entry].append(run_child(CHILD, "cycles", url, str(seconds), entry))
-                if old is not None and entry in then:
-                    then[entry].append(
-                        run_child(CHILD, "cycles", url, str(seconds), entry, code=old)
-                    )
+                sides = [(now, None), (then, old)] if old is not None else [(now, None)]
+                for runs, code in sides[:: -1 if round_ % 2 else 1]:  # each side first in turn
+                    if entry in runs:
+                        runs[entry].append(
+                            run_child(CHILD, "cycles", url, str(seconds), entry, code=code)
+                        )
     print(
         f"argument checking (unwrap the arguments object, check, build the models), us of CPU "
         f"per call, the least of 5 batches of {CHECK_ROUNDS}, 2 processes each:"
@@ -128,8 +144,9 @@ def main() -> None:
     base = rate(now["handler"])
     print(
         f"full cycles per client CPU-second, 64 in flight, 4-question asks, {seconds:g} s a run, "
-        f"median of {ROUNDS} runs (fresh processes, entry points alternating):"
+        f"median of {rounds} runs (fresh processes, entry points alternating):"
     )
+    then_base = rate(then["handler"]) if then.get("handler") else None
     for entry in entries:
         mine = rate(now[entry])
         runs = ", ".join(f"{r['cycles'] / r['cpu']:,.0f}" for r in now[entry])
@@ -137,7 +154,11 @@ def main() -> None:
         if entry != "handler":
             line += f" (target >= 0.80x -> {'met' if mine >= 0.8 * base else 'NOT met'})"
         if then.get(entry):
-            line += f"; {before}: {rate(then[entry]):,.0f}, now {mine / rate(then[entry]):.2f}x"
+            theirs = rate(then[entry])
+            line += f"; {before}: {theirs:,.0f}"
+            if then_base is not None and entry != "handler":
+                line += f" ({theirs / then_base:.2f}x its handler path)"
+            line += f", now {mine / theirs:.2f}x"
         print(line)
 
 

@@ -26,6 +26,10 @@ from bridge.text import typed
 
 HANDLER_FAILED = "could not get the person's answer: "
 OTHER_TEXT_SEPARATOR = "; "
+_json_text = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+"""What ``json.dumps(value, ensure_ascii=False)`` writes, for the results built here: fresh dicts
+and lists of texts, which hold no cycle to look for (the search, one set entry per container,
+was a sixth of a four-question result's encoding)."""
 
 
 class HandlerError(Exception):
@@ -138,6 +142,12 @@ def normalise_answers(qs: QuestionSet, returned: object) -> tuple[Answer, ...]:
     ``"; "``). Anything else raises :class:`ToolRejected` ("could not get the person's answer:
     ..."), the same way a handler that raises is reported.
     """
+    as_given = _normal(qs, returned)
+    return as_given if as_given is not None else _drafted(qs, returned)
+
+
+def _drafted(qs: QuestionSet, returned: object) -> tuple[Answer, ...]:
+    """:func:`normalise_answers` of any return: each answer drafted against its question."""
     drafts = _Drafts(qs)
     try:
         if isinstance(returned, Mapping):
@@ -152,6 +162,38 @@ def normalise_answers(qs: QuestionSet, returned: object) -> tuple[Answer, ...]:
         return tuple(d.answer() for d in drafts.order)
     except HandlerError as exc:
         raise ToolRejected(HANDLER_FAILED + str(exc)) from None
+
+
+def _normal(qs: QuestionSet, returned: object) -> tuple[Answer, ...] | None:
+    """``returned`` as it is, when it is already what :func:`normalise_answers` makes of it: one
+    :class:`Answer` per question, in question order, each naming its question as asked, its
+    labels options' own (stripped: a label's type strips it) in option order, at most one for a
+    single-select question, and typed text as :func:`typed` keeps it that is no label; else
+    ``None``.
+
+    A store's answers are that (it judged them against the set), and a waiting call normalises
+    them twice -- the outcome read back, then the result's JSON: drafting them anew each time
+    (:func:`_drafted`) cost 16 us for four questions, this check costs 2.5 us."""
+    questions = qs.questions
+    if not isinstance(returned, list | tuple) or len(returned) != len(questions):
+        return None
+    for q, a in zip(questions, returned, strict=True):
+        if type(a) is not Answer or a.question != q.question:
+            return None
+        selected, other = a.selected, a.other_text
+        if not selected and other is None:
+            continue
+        labels = [o.label for o in q.options]
+        if len(selected) == 1:
+            if selected[0] not in labels:
+                return None
+        elif selected and not (
+            q.multiSelect and list(selected) == [label for label in labels if label in selected]
+        ):
+            return None
+        if other is not None and (other in labels or typed(other) != other):
+            return None
+    return tuple(returned)
 
 
 @dataclass(frozen=True)
@@ -215,7 +257,7 @@ def answers_result(
     waiting tool call, the deferred answers feed, MCP) renders them here; the store keeps the
     descriptions until the outcome was handed over (``bridge.store.keys``, Retention).
     """
-    return json.dumps(answers_payload(qs, answers, who), ensure_ascii=False)
+    return _json_text(answers_payload(qs, answers, who))
 
 
 def unanswered_text(expired: bool) -> str:
@@ -283,7 +325,7 @@ class ToolOutcome:
     def text(self) -> str:
         """The tool result as JSON text, whichever the outcome: what hosts that only carry text
         (provider APIs, LangChain, pydantic-ai) hand to the model."""
-        return json.dumps(self.payload, ensure_ascii=False)
+        return _json_text(self.payload)
 
     @property
     def host_payload(self) -> dict[str, Any]:
@@ -299,4 +341,4 @@ class ToolOutcome:
     @property
     def host_text(self) -> str:
         """:attr:`host_payload` as JSON text."""
-        return json.dumps(self.host_payload, ensure_ascii=False)
+        return _json_text(self.host_payload)
