@@ -245,13 +245,20 @@ async def run(url: str, n: int, n_storm: int, before: str | None, n_listening: i
             then = run_child(EXPIRY_CHILD, url, PREFIX + "before", str(n), code=code)
         ratio = then["wall"] / part.wall
         then_us = per_expiry(then["server_cpu"], then["expired"])
+        # issue 11's target compares with the code it found; any other revision is just beside
+        judged = (
+            f" (target >= {ISSUE_EXPIRY_RATIO:.1f}x: the issue's 106 s to under 10 s) -> "
+            f"{'met' if ratio >= ISSUE_EXPIRY_RATIO else 'NOT met'}"
+            if before == ISSUE_REV
+            else ""
+        )
+        named = f"the code issue 11 found ({before})" if before == ISSUE_REV else f"{before}'s code"
         print(
-            f"  the code issue 11 found ({before}), same run: {n:,} created in "
+            f"  {named}, same run: {n:,} created in "
             f"{then['created']:.1f} s, store part {then['wall']:.1f} s wall, "
-            f"{then['cpu']:.1f} s CPU, {then['expired']:,} expired: now {ratio:.1f}x faster "
-            f"(target >= {ISSUE_EXPIRY_RATIO:.1f}x: the issue's 106 s to under 10 s) -> "
-            f"{'met' if ratio >= ISSUE_EXPIRY_RATIO else 'NOT met'}; Redis's own CPU "
-            f"{then_us:.1f} us per expiry, now {then_us / redis_us:.1f}x less"
+            f"{then['cpu']:.1f} s CPU, {then['expired']:,} expired: now {ratio:.1f}x faster"
+            f"{judged}; Redis's own CPU {then_us:.1f} us per expiry, now "
+            f"{then_us / redis_us:.1f}x less"
         )
     if n_listening:
         await listening(url, n_listening)
