@@ -3,7 +3,9 @@
 Run: ``.venv/bin/python -m bench.engine_latency [N] [--busy]`` (default 2,000 asks; ``--busy``: a
 process spinning on a core beside the waiter and the answerer while they are measured,
 :mod:`bench.busy`). The answerer stamps CLOCK_MONOTONIC (system-wide on Linux) into the answer
-just before ``submit``; the waiter reads the clock when ``wait`` returns. The baseline is one raw
+just before ``submit``; the waiter reads the clock when ``wait`` returns. The answerer judges
+as ``serve`` does: it learns each ask's terms from its creation (``Store.learn_terms``), so its
+``submit`` reads nothing first. The baseline is one raw
 PUBLISH -> subscriber message, same clocks, in the same rounds (so the same neighbour).
 """
 
@@ -25,6 +27,9 @@ from bridge.store.redis import RedisStore
 
 async def answerer(url: str) -> None:
     store = RedisStore.from_url(url, prefix="bench")
+    if hasattr(store, "learn_terms"):  # as serve does (a tree from before it reads them)
+        await store.learn_terms()
+        await store.listening()
     raw = Redis.from_url(url)
     who = Responder(user_id="U_BENCH")
     while line := await asyncio.to_thread(sys.stdin.readline):

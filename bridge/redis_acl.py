@@ -64,7 +64,7 @@ def needs(prefix: str, *, cluster: bool) -> list[Need]:
     rec, log, lease, noise, wake = (f"{prefix}:{{{PROBE}}}:{k}" for k in KINDS)
     pending, ended, created = f"{prefix}:pending", f"{prefix}:ended", f"{prefix}:created"
     feed, due, epoch = f"{prefix}:feed", f"{prefix}:due", f"{prefix}:epoch"
-    waker, events = f"{prefix}:wake:{PROBE}", f"{prefix}:events"
+    waker, events, terms = f"{prefix}:wake:{PROBE}", f"{prefix}:events", f"{prefix}:terms"
     keys = (rec, log, lease, noise, wake, pending, ended, created)
     script = "a step of an ask: ask.lua calls it"
     found = [
@@ -120,7 +120,11 @@ def needs(prefix: str, *, cluster: bool) -> list[Need]:
         ),
         Need("PUBLISH", ("PUBLISH", waker, ""), "waking the call that waits for an answer"),
         Need("PUBSUB NUMSUB", ("PUBSUB", "NUMSUB", waker), script),
-        Need("SUBSCRIBE", ("SUBSCRIBE", events, waker), "hearing that an answer came"),
+        Need(
+            "SUBSCRIBE",
+            ("SUBSCRIBE", events, waker, terms),
+            "hearing that an answer came, and (serve) of each new ask",
+        ),
     ]
     if cluster:  # sharded pub/sub: the store's wake-ups on a Cluster (Redis 7 and later)
         sharded = f"{waker}:{{x}}"

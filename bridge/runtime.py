@@ -256,6 +256,7 @@ async def _serving(
     receivers: dict[str, Receiver] = {p.name: p.receiver(store) for p in platforms}
     for platform in platforms:
         await check_credentials(platform)
+    await store.learn_terms()  # every ask created from now on is judged here without a read
     async with AsyncExitStack() as held:  # closed last: after the sweeper's last showing
         for platform in platforms:
             await held.enter_async_context(held_connections(platform))

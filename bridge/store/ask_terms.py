@@ -117,6 +117,11 @@ class TermsCache:
             self._held.move_to_end(ask_id)
         return AskTerms.parsed(found)
 
+    def holds(self, ask_id: str) -> bool:
+        """Whether the ask's terms are held (not counted as a use)."""
+        with self._lock:
+            return ask_id in self._held
+
     def put(self, ask_id: str, terms: AskTerms) -> None:
         """Hold the ask's terms, dropping the least recently used past ``size``."""
         packed = terms.packed()

@@ -575,6 +575,14 @@ class Store(ABC):
         that keeps failing is retried for hours): reset their idle time, so no other consumer
         takes them over."""
 
+    async def learn_terms(self) -> None:  # noqa: B027 (optional hook: most stores read free)
+        """Keep the terms of every ask created from now on, as its creation makes them known,
+        so that judging its first click here needs no read of them: for a process that judges
+        clicks on asks other processes create (``serve``). A store whose reads cost nothing, or
+        that cannot hear of creations (Redis Cluster), reads them at the first click as
+        before; so does a click that comes before its ask's terms do. Returns at once: the
+        creations made before the store hears them are read when clicked."""
+
     async def aclose(self) -> None:  # noqa: B027 (optional hook: most stores hold nothing)
         """Release connections. Leases this process kept alive (waits, taken answers not yet
         confirmed) are no longer refreshed: they lapse as if the process had died."""

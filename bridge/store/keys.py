@@ -98,6 +98,10 @@ writes them in its one atomic step, as each entry below says):
                      when it starts, to learn whether the server serves sharded pub/sub.
 ``<prefix>:events``  pub/sub channel shared by every process: wake-ups of asks held by a process
                      from before per-process channels (a lease, no wakers: a rolling upgrade).
+``<prefix>:terms``   pub/sub channel: each new ask's id, a newline and its body, published by
+                     its creation (not on Cluster) for the processes that judge clicks
+                     (``serve``: :meth:`~bridge.store.base.Store.learn_terms`), which keep its
+                     terms before its first click comes rather than read them then.
 
 Hand-off of a finished ask (``handoff`` field), decided atomically when it leaves ``pending``:
 ``waiter`` (answered while a lease was live: the waiting call, woken with the record, returns
@@ -337,6 +341,10 @@ class Keys:
     @property
     def events(self) -> str:
         return f"{self.prefix}:events"
+
+    @property
+    def terms(self) -> str:
+        return f"{self.prefix}:terms"
 
     def waker(self, token: str) -> str:
         """The wake-up channel of one process (one store), named by a random ``token`` (on

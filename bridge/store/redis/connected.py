@@ -18,6 +18,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
 from bridge.loops import PerLoop
+from bridge.store.ask_terms import AskTerms
 from bridge.store.base import Store
 from bridge.store.keys import DEFAULT_PREFIX, Keys
 from bridge.store.redis.batch import GaveUp, Pipelined
@@ -177,6 +178,29 @@ class Connected(Store):
         await self._init()
         self._wakeups.start()
         await self._wakeups.subscribed()
+
+    async def learn_terms(self) -> None:
+        """Hear creations on this store's subscription (:meth:`listening` returns once it is
+        live); no call to Redis here, so Redis being down does not stop it: the subscription
+        retries until it is back."""
+        if self._cluster:  # creations publish nothing there: see Keys.terms
+            return
+        self._wakeups.hear_terms(self._heard_terms)
+
+    def _heard_terms(self, data: str) -> None:
+        """A creation's message on ``Keys.terms``: the new ask's terms kept, unless this process
+        holds them already (the first it learned stand: terms never change) or the text is not
+        an ask's (anyone allowed to publish there could send anything: dropped, said once at
+        debug level)."""
+        ask_id, _, body = data.partition("\n")
+        if not ask_id or self._terms_cache.holds(ask_id):
+            return
+        try:
+            terms = AskTerms.parsed(body)
+        except ValueError:  # pydantic's ValidationError among them
+            log.debug("a message on %s is no ask's terms: dropped", self.keys.terms)
+            return
+        self._terms_cache.put(ask_id, terms)
 
     # -- plumbing -----------------------------------------------------------------------------
 

@@ -152,6 +152,9 @@ class Create(Call):
     waker: str
     required: int
     pending_member: str
+    terms_channel: str
+    """Where the processes that judge clicks hear of the new ask (``''``: nowhere, on
+    Cluster, where a plain PUBLISH crosses every node)."""
 
 
 @_op

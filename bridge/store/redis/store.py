@@ -91,6 +91,7 @@ class RedisStore(Listing, Sweeping, Timers, Streams):
             waker=self._wakeups.channel_for(record.id),
             required=record.required,
             pending_member=member,
+            terms_channel="" if self._cluster else self.keys.terms,
         )
         first = next_step(
             record.follow_ups, record.created_at, reminded=0, reminded_at=None, escalated=False

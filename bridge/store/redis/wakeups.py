@@ -86,6 +86,8 @@ class Wakeups:
         """On a Cluster serving sharded pub/sub: this store's per-slot channels."""
         self._parked: dict[int, set[str]] = {}
         """Asks to check once their slot's channel is subscribed (on Cluster)."""
+        self._terms_heard: Callable[[str], None] | None = None
+        """What is done with each message on ``Keys.terms`` (:meth:`hear_terms`), if anything."""
 
     def use_shards(self, cluster: Any, node_client: Callable[[Any], Any]) -> None:
         """Wait on per-slot channels (:mod:`bridge.store.redis.shards`) from now on: on a
@@ -129,6 +131,16 @@ class Wakeups:
         self._retired.add(old)
         old.add_done_callback(self._retired.discard)
         self._listener = asyncio.create_task(self._listen(), name="ask-bridge wake-ups")
+
+    def hear_terms(self, heard: Callable[[str], None]) -> None:
+        """Subscribe to ``Keys.terms`` too, from now on, handing each message's text (a new ask's
+        id, a newline and its body) to ``heard``: the subscription is this store's one, started
+        or made anew. Not on a Cluster (creations publish nothing there)."""
+        self._terms_heard = heard
+        if self._listener is None:
+            self.start()
+        else:
+            self.resubscribe()
 
     def hold(self, ask_id: str) -> None:
         """Keep the ask's lease alive: this process took its answer and has not returned it."""
@@ -210,8 +222,10 @@ class Wakeups:
         backoff = 0.02
         while True:
             pubsub = self._sub.pubsub()
+            terms = self._terms_heard
             try:
-                await pubsub.subscribe(self._keys.events, self.channel)
+                channels = (self._keys.events, self.channel)
+                await pubsub.subscribe(*channels, *((self._keys.terms,) if terms else ()))
                 if self.shards is not None:  # per-slot channels PUBLISHed by a process from
                     await pubsub.psubscribe(f"{self.channel}:*")  # before them (an upgrade)
                 while True:
@@ -223,6 +237,9 @@ class Wakeups:
                         backoff = 0.02
                         self._recheck_all()
                         self._subscribed.set()
+                    elif kind == "message" and message["channel"] == self._keys.terms:
+                        if terms is not None:
+                            terms(message["data"])
                     elif kind in ("message", "pmessage"):
                         self._heard(message["data"])
             except (RedisError, OSError):

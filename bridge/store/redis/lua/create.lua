@@ -10,6 +10,7 @@ local detail = ARGV[16] -- the 'created' event's
 local waker = ARGV[17] -- the creating process's wake-up channel (it is about to wait)
 local required = ARGV[18] -- people required to agree
 local pending_member = ARGV[19] -- '<platform>\0<id>', as unpend() spells it
+local terms_channel = ARGV[20] -- where the processes that judge clicks hear of it ('': nowhere)
 
 if indexed() then
   -- the same ask again is a retry of this create; another one under that id is a duplicate
@@ -43,5 +44,9 @@ redis.call('PEXPIRE', rec, ttl_ms)
 event('created', 'null', detail)
 if deferred == '0' and tonumber(lease_ms) > 0 then
   listen(waker, lease_ms)
+end
+if terms_channel ~= '' then
+  -- the body holds the terms (bridge.store.ask_terms); sent before anyone can click it
+  redis.call('PUBLISH', terms_channel, ask_id .. '\n' .. body)
 end
 return {'ok', 'pending'}
