@@ -13,7 +13,16 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from bridge.store.redis import RedisStore
-from tests.support.discord.discord_harness import ALICE, BOB, CAROL, REVIEWERS, Bot, start_bot
+from platforms.discord import DiscordPlatform, DiscordPoster
+from tests.support.discord.discord_harness import (
+    ALICE,
+    BOB,
+    CAROL,
+    REVIEWERS,
+    Bot,
+    settings_for,
+    start_bot,
+)
 from tests.support.discord.fake_discord import STARTED, FakeDiscord, assert_conforming
 from tests.support.redis_server import RedisServer
 
@@ -58,3 +67,13 @@ async def bot(fake: FakeDiscord, store: RedisStore) -> AsyncIterator[Bot]:
     b = await start_bot(fake, store)
     yield b
     await b.stop()
+
+
+@pytest.fixture
+async def discord_poster() -> AsyncIterator[tuple[FakeDiscord, DiscordPoster]]:
+    """The fake Discord and a poster of a platform set up for it (no bot, no store)."""
+    fake = await FakeDiscord().start()
+    platform = DiscordPlatform(settings_for(fake))
+    yield fake, platform.poster()
+    await platform.rest.aclose()
+    await fake.stop()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import discord
@@ -14,19 +13,8 @@ import pytest
 
 from bridge.models import MAX_DESCRIPTION, MAX_LABEL, MAX_QUESTION_TEXT, QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination
-from platforms.discord import DiscordPlatform, DiscordPoster, markup
-from tests.support.discord.discord_harness import settings_for
+from platforms.discord import DiscordPoster, markup
 from tests.support.discord.fake_discord import CHANNEL, FakeDiscord
-
-
-@pytest.fixture
-async def discord_poster() -> AsyncIterator[tuple[FakeDiscord, DiscordPoster]]:
-    fake = await FakeDiscord().start()
-    platform = DiscordPlatform(settings_for(fake))
-    yield fake, platform.poster()
-    await platform.rest.aclose()
-    await fake.stop()
-
 
 DESCRIPTION = "d" * MAX_DESCRIPTION
 

@@ -6,25 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
 from bridge.models import QuestionSet
 from bridge.record import AskRecord, AskStatus, Destination
-from platforms.discord import DiscordPlatform, DiscordPoster
-from tests.support.discord.discord_harness import settings_for
+from platforms.discord import DiscordPoster
 from tests.support.discord.fake_discord import CHANNEL, FakeDiscord
 from tests.support.samples import q
-
-
-@pytest.fixture
-async def discord_poster() -> AsyncIterator[tuple[FakeDiscord, DiscordPoster]]:
-    fake = await FakeDiscord().start()
-    platform = DiscordPlatform(settings_for(fake))
-    yield fake, platform.poster()
-    await platform.rest.aclose()
-    await fake.stop()
 
 
 async def posted(poster: DiscordPoster) -> tuple[AskRecord, AskRecord, str]:
