@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import sys
 import time
 import uuid
 
-from bench import busy
+from bench import busy, floor
 from bench.engine_common import pct, server_url
 from bridge import routing
 from bridge.models import Answer
@@ -43,7 +44,8 @@ SECONDS = 5
 USER = "100000000000000001"
 BUSY = busy.wanted(sys.argv)
 CPU_PER_CLICK: dict[str, float] = {}
-"""CPU seconds per click in the loaded phase: ``serve``'s, and this process's."""
+"""CPU seconds per click in the loaded phase: ``serve``'s, this process's, and the bare
+libraries' doing the same wire work at the same rate (``floor``, :mod:`bench.floor`)."""
 
 
 def ms(values: list[float], p: float) -> float:
@@ -115,7 +117,7 @@ async def shown(fake: FakeDiscord, records: list[AskRecord]) -> None:
 
 
 async def responses(
-    store: RedisStore, poster: DiscordPoster, fake: FakeDiscord, bot: int
+    store: RedisStore, poster: DiscordPoster, fake: FakeDiscord, bot: int, redis_url: str
 ) -> list[float]:
     """Clicks fired open-loop at ``RATE`` per second: each one's interaction response from its
     scheduled time; ``bot``'s CPU time (the ``serve`` process) per click into
@@ -139,6 +141,14 @@ async def responses(
     await shown(fake, records)  # the updates showing the outcomes are part of a click's cost
     CPU_PER_CLICK["serve"] = (busy.cpu_seconds(bot) - serve_cpu) / len(records)
     CPU_PER_CLICK["bench"] = (time.process_time() - own_cpu) / len(records)
+    frames = [
+        json.dumps({"op": 0, "s": i, "t": "INTERACTION_CREATE", "d": interaction.payload})
+        for i, interaction in enumerate(sent[: floor.WARM_UP] + sent)
+    ]
+    response = next(c for c in fake.calls if c.path.endswith("/callback") and c.status < 300)
+    CPU_PER_CLICK["floor"] = await floor.cpu_per_click(
+        "discord", frames, response.body, response.response or {}, redis_url, RATE
+    )
     return [i.responded_at - at for i, at in zip(sent, scheduled, strict=True) if i.responded_at]
 
 
@@ -160,7 +170,7 @@ async def run(n: int) -> None:
             with busy.neighbour(BUSY):
                 raw = await engine(a, b, poster, n)
                 resumed = await clicks(b, poster, fake, n)
-                answered = await responses(b, poster, fake, bot.proc.pid)
+                answered = await responses(b, poster, fake, bot.proc.pid, url)
         finally:
             await bot.stop()
             await poster.aclose()
@@ -186,6 +196,11 @@ async def run(n: int) -> None:
         f"  CPU per click: serve {CPU_PER_CLICK['serve'] * 1000:.2f} ms "
         f"({CPU_PER_CLICK['serve'] * RATE:.0%} of a core at {RATE}/s), this process "
         f"{CPU_PER_CLICK['bench'] * 1000:.2f} ms"
+    )
+    print(
+        f"  CPU per click, the bare libraries (bench/floor.py: a websocket frame in, aiohttp out, "
+        f"two redis-py script calls) {CPU_PER_CLICK['floor'] * 1000:.2f} ms: serve is "
+        f"{CPU_PER_CLICK['serve'] / CPU_PER_CLICK['floor']:.1f}x"
     )
 
 

@@ -33,7 +33,7 @@ import uuid
 
 import aiohttp
 
-from bench import busy
+from bench import busy, floor
 from bench.busy import cpu_seconds as cpu_seconds  # web_streams.py and web_pages.py use it
 from bench.engine_common import pct, server_url
 from bridge import routing
@@ -50,7 +50,8 @@ from tests.support.slack.payloads import SIGNING_SECRET, block_actions, form_bod
 RATE = 200
 CPU_PER_CLICK: dict[str, float] = {}
 """CPU seconds per click in the loaded phase: ``serve``'s to the last outcome shown (``serve``)
-and to the last resume (``resumed``), and this process's (``bench``)."""
+and to the last resume (``resumed``), this process's (``bench``), and the bare libraries' doing
+the same wire work at the same rate (``floor``, :mod:`bench.floor`)."""
 SECONDS = 5
 PARKED = 1000
 BUSY = busy.wanted(sys.argv)
@@ -125,7 +126,7 @@ async def clicks(
 
 
 async def acks(
-    store: RedisStore, poster: SlackPoster, fake: FakeSlack, serve: Serve
+    store: RedisStore, poster: SlackPoster, fake: FakeSlack, serve: Serve, redis_url: str
 ) -> tuple[list[float], list[float]]:
     """Clicks fired open-loop at ``RATE`` per second while ``PARKED`` other calls wait (on asks
     nobody answers) and each clicked ask has its own waiting call: the ack latency and the
@@ -188,6 +189,10 @@ async def acks(
         task.cancel()
     await asyncio.gather(*parked, return_exceptions=True)
     resumed = [resumed_at[r.id] - due for r, due in zip(records, scheduled, strict=True)]
+    edit = next(c for c in fake.calls if c.method == "chat.update" and c.args.get("ts") in shown)
+    CPU_PER_CLICK["floor"] = await floor.cpu_per_click(
+        "slack", bodies[: floor.WARM_UP] + bodies, edit.args, edit.response, redis_url, RATE
+    )
     return acked, resumed
 
 
@@ -212,7 +217,7 @@ async def run(n: int) -> None:
             with busy.neighbour(BUSY):
                 raw = await engine(a, b, poster, n)
                 resumed = await clicks(b, poster, fake, serve, n)
-                acked, loaded = await acks(b, poster, fake, serve)
+                acked, loaded = await acks(b, poster, fake, serve, url)
         finally:
             await serve.stop()
             await a.aclose()
@@ -243,6 +248,11 @@ async def run(n: int) -> None:
         f"({CPU_PER_CLICK['serve'] * RATE:.0%} of a core at {RATE}/s; "
         f"{CPU_PER_CLICK['resumed'] * 1000:.2f} ms to the last resume), this process "
         f"{CPU_PER_CLICK['bench'] * 1000:.2f} ms"
+    )
+    print(
+        f"  CPU per click, the bare libraries (bench/floor.py: aiohttp in and out, two redis-py "
+        f"script calls) {CPU_PER_CLICK['floor'] * 1000:.2f} ms: serve is "
+        f"{CPU_PER_CLICK['serve'] / CPU_PER_CLICK['floor']:.1f}x"
     )
 
 
