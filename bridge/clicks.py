@@ -30,15 +30,17 @@ ephemeral message, a modal). Everything both platforms need is here, once:
 * **Show rule**: every verdict that finds the ask ended shows its final state on its message,
   and one that records one of several people's submissions lists them (:meth:`Clicks.show`).
 * **Acks first**: showing verdicts (a final state, the submissions so far) runs at most
-  ``show_at_once`` at a time, each starting once no click is being judged (or after
-  ``show_wait``). A click must be answered within the platform's 3 s, a message update has no
-  deadline, and one event loop runs both: on a busy or CPU-starved process (200 clicks a second
-  on two shared cores) every click's own message update ran ahead of the next clicks'
-  judgements, and their acks waited behind them -- 150 ms at the median and 0.9 s at p99 in
-  ``bench/slack_clicks.py`` with a CPU hog beside it; with this rule 16 ms and 39 ms. Without the
-  bound, the updates held back all start together the moment the judging stops, and the next
-  acks wait behind that wave (37-124 ms, 0.2-0.5 s). Against a real platform the bound is above
-  what its rate limits let one bot update (Slack's ``chat.update``: about 50 a minute).
+  ``show_at_once`` at a time, each starting once no click is being judged (or after ``show_wait``);
+  the mark that a final state is shown follows outside that bound, with the store's next calls
+  (:meth:`Showing.show <bridge.showing.Showing.show>`). A click must be answered within the
+  platform's 3 s, a message update has no deadline, and one event loop runs both: on a busy or
+  CPU-starved process (200 clicks a second on two shared cores) every click's own message update
+  ran ahead of the next clicks' judgements, and their acks waited behind them -- 150 ms at the
+  median and 0.9 s at p99 in ``bench/slack_clicks.py`` with a CPU hog beside it; with this rule 16
+  ms and 39 ms. Without the bound, the updates held back all start together the moment the judging
+  stops, and the next acks wait behind that wave (37-124 ms, 0.2-0.5 s). Against a real platform
+  the bound is above what its rate limits let one bot update (Slack's ``chat.update``: about 50 a
+  minute).
 * **Background work** after the ack (showing, explanations, a form opened after the ack) is
   kept referenced until done (an unreferenced task may be collected mid-flight), its failures
   logged (nobody awaits it), and drained on shutdown, so a click answered just before a stop
@@ -52,7 +54,7 @@ import contextlib
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -427,22 +429,21 @@ class Clicks:
         recorded one of several people's submissions (the pending message lists them); once no
         click is being judged, or ``show_wait`` from now (acks first, see the module)."""
         if (verdict.show_final or verdict.show_progress) and verdict.record is not None:
-            shown = self.showing.show(verdict.record, claimed=verdict.claimed)
-            self.background.spawn(self._after_acks(shown))
+            turn = self._turn()
+            self.background.spawn(
+                self.showing.show(verdict.record, claimed=verdict.claimed, turn=turn)
+            )
 
-    async def _after_acks(self, work: Coroutine[Any, Any, None]) -> None:
-        started = False
-        try:
-            async with self._show_slots:
-                if self._judging:
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(self.show_wait):
-                            await self._quiet.wait()
-                started = True
-                await work
-        finally:
-            if not started:  # cancelled before its turn (shutdown): never run, closed unrun
-                work.close()
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """A showing's turn to update messages: one of ``show_at_once``, once no click is being
+        judged or ``show_wait`` passed (acks first, see the module)."""
+        async with self._show_slots:
+            if self._judging:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.show_wait):
+                        await self._quiet.wait()
+            yield
 
     async def drain(self, within: float = 5.0) -> None:
         """Let clicks in flight finish (verdicts, showings, explanations) on shutdown."""

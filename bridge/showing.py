@@ -28,8 +28,10 @@ updates its messages after each one, coalesced per ask (:meth:`Showing.show_prog
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 
 from bridge import metrics
 from bridge.metrics import poster_platform
@@ -58,6 +60,22 @@ async def show_final(
     ``claimed``: ``ask`` is the record of the store's step that claimed its showing already (a
     click's submission, :attr:`SubmitResult.claimed <bridge.store.terms.SubmitResult.claimed>`):
     shown as it is, no claim made again."""
+    record = await update_final(store, posters, ask, unshown=unshown, claimed=claimed)
+    if record is None or not await mark_shown(store, record.id):
+        return None
+    return record
+
+
+async def update_final(
+    store: Store,
+    posters: Poster | Mapping[str, Poster],
+    ask: AskRecord | str,
+    *,
+    unshown: bool = False,
+    claimed: bool = False,
+) -> AskRecord | None:
+    """:func:`show_final` up to its mark: the record whose every message now shows its final
+    state, for :func:`mark_shown`; ``None`` as :func:`show_final` says."""
     ask_id, message = (ask, None) if isinstance(ask, str) else (ask.id, ask.message)
     by_platform = {posters.platform: posters} if isinstance(posters, Poster) else posters
     if claimed and not isinstance(ask, str):
@@ -91,14 +109,18 @@ async def show_final(
             )
             metrics.platform_error(each.platform, "update")
             shown = False
-    if not shown:
-        return None
+    return record if shown else None
+
+
+async def mark_shown(store: Store, ask_id: str, *, together: bool = False) -> bool:
+    """Mark the ask's final state shown (:meth:`Store.mark_rendered`, ``together`` as it
+    says); ``False`` when that failed (logged: a later sweep shows it again)."""
     try:
-        await store.mark_rendered(ask_id)
+        await store.mark_rendered(ask_id, together=together)
     except Exception:
         log.exception("ask %s was re-rendered but could not be marked so", ask_id)
-        return None
-    return record
+        return False
+    return True
 
 
 class Showing:
@@ -112,15 +134,29 @@ class Showing:
         """Asks whose submissions this process is showing, and whether another update was
         asked for meanwhile (see :meth:`show_progress`)."""
 
-    async def show(self, record: AskRecord, *, claimed: bool = False) -> None:
+    async def show(
+        self,
+        record: AskRecord,
+        *,
+        claimed: bool = False,
+        turn: AbstractAsyncContextManager[object] | None = None,
+    ) -> None:
         """Show ``record``'s current state on its messages, failures logged (the outcome stands):
         an ended ask's final state at most once per render interval across replicas
         (:func:`show_final`, ``claimed`` as it says; a later sweep shows what this could not), a
-        pending one's submissions so far (:meth:`show_progress`)."""
-        if record.status is AskStatus.PENDING:
-            await self.show_progress(record.id)
-        else:
-            await show_final(self.store, self.poster, record, claimed=claimed)
+        pending one's submissions so far (:meth:`show_progress`).
+
+        ``turn``: held while the messages are updated (the caller's bound on updates at once,
+        :meth:`bridge.clicks.Clicks.show`), not while the final state is marked shown after
+        them: that mark goes with the store's next calls (:meth:`Store.mark_rendered`'s
+        ``together``), and a turn held meanwhile would slow the showings behind it."""
+        async with turn or contextlib.nullcontext():
+            if record.status is AskStatus.PENDING:
+                await self.show_progress(record.id)
+                return
+            shown = await update_final(self.store, self.poster, record, claimed=claimed)
+        if shown is not None:
+            await mark_shown(self.store, shown.id, together=True)
 
     async def show_progress(self, ask_id: str) -> None:
         """Show a pending ask's current submissions on its messages (failures logged).

@@ -228,7 +228,8 @@ class Store(ABC):
         as :meth:`claim_render` would (the ask ended, has a message, nobody claimed it within
         the render interval), under the attempt's token: :attr:`SubmitResult.claimed`, and
         the caller shows :attr:`SubmitResult.record` as it is -- a click's showing costs a
-        networked store no round trip of its own but :meth:`mark_rendered`.
+        networked store no round trip of its own but :meth:`mark_rendered`, and that one
+        rides the next click's while clicks keep coming (its ``together``).
         """
         by = Submitting.of(who, now, attempt, verified, claim=claim)
         terms = await self._terms_of(ask_id)
@@ -512,9 +513,12 @@ class Store(ABC):
         the backend's one atomic step."""
 
     @abstractmethod
-    async def mark_rendered(self, ask_id: str) -> None:
+    async def mark_rendered(self, ask_id: str, *, together: bool = False) -> None:
         """The final state is shown on every message of the ask (logs ``rendered`` the first
-        time): the sweeper stops trying to show it. Safe to retry."""
+        time): the sweeper stops trying to show it. Safe to retry. ``together``: nothing waits
+        on this mark but its caller (a click's showing): a networked store may hold it back
+        briefly to send it with its next calls, one round trip for many (until it lands, a
+        sweep would show the ask again, which is what an unmarked showing costs anyway)."""
 
     @abstractmethod
     async def claim_timers(self, now: float | None = None) -> list[TimerClaim]:

@@ -421,7 +421,7 @@ class MemoryStore(MemoryState):
         entry.render_tries += 1
         return True
 
-    async def mark_rendered(self, ask_id: str) -> None:
+    async def mark_rendered(self, ask_id: str, *, together: bool = False) -> None:
         with self._lock:
             entry = self._live(ask_id)
             if entry is not None and entry.record.status is not AskStatus.PENDING:

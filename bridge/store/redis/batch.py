@@ -47,9 +47,16 @@ class Pipelined:
         self._send = send
         self._queue: list[tuple[Outgoing, asyncio.Future[Any]]] = []
         self._sender: asyncio.Task[None] | None = None
+        self._lingering: list[tuple[Outgoing, asyncio.Future[Any]]] = []
+        """Calls waiting for a batch to go with (:meth:`call`'s ``linger``)."""
+        self._timer: asyncio.TimerHandle | None = None
+        """Sends the lingering calls once the first of them has waited its ``linger``."""
 
-    async def call(self, call: Outgoing) -> Any:
-        """Send ``call`` in the next batch; its reply or error.
+    async def call(self, call: Outgoing, *, linger: float = 0.0) -> Any:
+        """Send ``call`` in the next batch; its reply or error. ``linger``: seconds the call may
+        wait for a batch to go with, when none is on its way (then it leaves alone): a caller
+        whom nothing waits on (a click's mark that its showing is done) costs no round trip of
+        its own while calls keep coming.
 
         A caller that stops waiting -- cancelled, or past its deadline (:class:`GaveUp`) --
         withdraws the call: a batch still trying to reach Redis (its connection retries for
@@ -57,9 +64,14 @@ class Pipelined:
         """
         loop = asyncio.get_running_loop()  # one loop's: a store keeps one per loop (.link)
         fut: asyncio.Future[Any] = loop.create_future()
-        self._queue.append((call, fut))
-        if self._sender is None:
-            self._sender = loop.create_task(self._send_all(), name="ask-bridge scripts")
+        if linger > 0:
+            self._lingering.append((call, fut))
+            if self._timer is None:
+                self._timer = loop.call_later(linger, self._linger_over, loop)
+        else:
+            self._queue.append((call, fut))
+            if self._sender is None:
+                self._sender = loop.create_task(self._send_all(), name="ask-bridge scripts")
         deadline = asyncio.timeout_at(give_up_at())
         try:
             async with deadline:
@@ -73,9 +85,21 @@ class Pipelined:
             call.withdrawn = True
             raise
 
+    def _linger_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The first lingering call has waited its ``linger``: they all go in the next batch."""
+        self._timer = None
+        self._queue[:0], self._lingering = self._lingering, []
+        if self._sender is None and self._queue:
+            self._sender = loop.create_task(self._send_all(), name="ask-bridge scripts")
+
     async def _send_all(self) -> None:
         try:
             while self._queue:
+                if self._lingering:  # they go with this batch: no round trip of their own
+                    self._queue[:0], self._lingering = self._lingering, []
+                    if self._timer is not None:
+                        self._timer.cancel()
+                        self._timer = None
                 batch, self._queue = self._queue[:PIPELINE_CHUNK], self._queue[PIPELINE_CHUNK:]
                 batch = [(call, fut) for call, fut in batch if not call.withdrawn]
                 if not batch:
@@ -103,9 +127,12 @@ class Pipelined:
             self._sender = None
 
     async def aclose(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._sender is not None:
             await stop(self._sender)
-        for call, fut in self._queue:
+        for call, fut in [*self._lingering, *self._queue]:
             call.withdrawn = True
             fut.cancel()
-        self._queue = []
+        self._queue, self._lingering = [], []

@@ -332,7 +332,8 @@ async def send_together(client: Redis, commands: Sequence[tuple[Any, ...] | Outg
             # have run. So look here (EOF or stray bytes: unusable), then (re)connect first.
             if conn.is_connected and await conn.can_read():
                 await conn.disconnect()
-            await conn.connect()
+            if not conn.is_connected:  # connected, connect() would only wrap a no-op in a retry
+                await conn.connect()
         live = [i for i, c in enumerate(calls) if not c.withdrawn]
         if not live:
             return

@@ -306,12 +306,19 @@ class Connected(Store):
         return await self._call(call.OP, self._keys(ask_id), args, alone=alone)
 
     async def _call(
-        self, op: str, keys: list[str], args: list[Any], *, alone: bool = False
+        self,
+        op: str,
+        keys: list[str],
+        args: list[Any],
+        *,
+        alone: bool = False,
+        linger: float = 0.0,
     ) -> list[Any]:
         """One call of ``op``'s script: in the next pipelined batch (:mod:`.batch`), or on its
         own on Cluster, whose pipelines take no scripts, or when ``alone`` (showing an ended ask:
         the sweeper bounds those itself, and they start while its expiries are still in flight,
-        not behind the scripts queued meanwhile).
+        not behind the scripts queued meanwhile). ``linger``: seconds the call may wait for a
+        batch to go with (:meth:`.batch.Pipelined.call`).
 
         Within the caller's deadline, if any (:func:`~bridge.store.base.giving_up_after`); its
         :class:`StoreUnavailable` says whether the call may have run (``maybe_saved``): a batched
@@ -331,7 +338,7 @@ class Connected(Store):
             if alone:
                 (reply,) = await self._sent_now([call])
             else:
-                reply = await self._links.get().pipelined.call(call)
+                reply = await self._links.get().pipelined.call(call, linger=linger)
         except GaveUp as late:
             raise gave_up("a script call", maybe_saved=late.sent) from None
         except REDIS_ERRORS as exc:

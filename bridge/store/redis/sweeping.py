@@ -22,6 +22,11 @@ from bridge.store.terms import Ended
 
 _SWEEP_AHEAD = 3
 """Sweep batches in flight at once (of the store's connections, 4 by default)."""
+MARK_LINGER = 0.025
+"""Seconds a mark made ``together`` (:meth:`Sweeping.mark_rendered`) waits for other script
+calls to go with: at 40 clicks a second or more, a click's mark rides the next click's
+submission, a round trip less each (on a loopback socket a write alone costs the writer some
+100 us of CPU, the server's wake-up included)."""
 _SETTLE_PER_CALL = 20
 """Asks one ``settle`` script call visits (not on Cluster): the script's setup, about as dear as
 an expiry's own work, is paid once for them all, while Redis stays busy with one call for at most
@@ -177,14 +182,16 @@ class Sweeping(Indexes):
         return codec.with_messages(known, str(reply[1]), str(reply[2]))
 
     @guarded("mark_rendered")
-    async def mark_rendered(self, ask_id: str) -> None:
+    async def mark_rendered(self, ask_id: str, *, together: bool = False) -> None:
         await self._init()
         if not self._cluster:  # the script drops a settled ask from the due index itself
             call = Rendered()
             keys = [*self._keys(ask_id), self.keys.due]
-            await self._call(
-                call.OP, keys, argv(self._head(call.OP, ask_id, None), call), alone=True
-            )
+            args = argv(self._head(call.OP, ask_id, None), call)
+            if together:
+                await self._call(call.OP, keys, args, linger=MARK_LINGER)
+            else:
+                await self._call(call.OP, keys, args, alone=True)
             return
         reply = await self._run(ask_id, Rendered(), alone=True)
         if reply[0] == "ok" and reply[1] == "1":
