@@ -140,8 +140,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "ts": _stamp(record.created, record.msecs),
             "level": record.levelname,
             "logger": record.name,
             "message": scrub(record.getMessage()),
@@ -151,7 +150,23 @@ class JsonFormatter(logging.Formatter):
             out.update({k: v for k, v in fields.items() if v is not None and k not in out})
         if record.exc_info:
             out["error"] = scrub(self.formatException(record.exc_info))
-        return json.dumps(out, ensure_ascii=False, default=str)
+        return _ENCODE(out)
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
+"""``json.dumps(..., ensure_ascii=False, default=str)``, its encoder made once, not per line."""
+_SECOND: tuple[int, str] = (-1, "")
+"""The last second a line was stamped in, and its text: one ``strftime`` a second, not a line."""
+
+
+def _stamp(created: float, msecs: float) -> str:
+    """A line's ``ts``: UTC, to the millisecond."""
+    global _SECOND
+    second = int(created)
+    last = _SECOND  # one read: another thread may stamp at the same time
+    if last[0] != second:
+        last = _SECOND = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{last[1]}.{int(msecs):03d}Z"
 
 
 class _ScrubbingText(logging.Formatter):
