@@ -31,8 +31,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_bolt.middleware.async_middleware import AsyncMiddleware
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
@@ -368,6 +371,26 @@ def _field_errors(verdict: Verdict, inputs: list[str]) -> dict[str, str]:
     return errors
 
 
+class OwnClient(AsyncMiddleware):
+    """Hands every request ``client`` itself (see :func:`build_app`). A middleware class, not a
+    function: Bolt calls a function with the arguments it names, and finds those by building
+    every argument any listener could ask for (the payload's action, view and message, ``say``,
+    ``respond``...): 10-20 us of every request."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def async_process(
+        self,
+        *,
+        req: AsyncBoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], Awaitable[BoltResponse]],
+    ) -> BoltResponse | None:
+        req.context["client"] = self.client
+        return await next()
+
+
 def build_app(
     clicks: Clicks, client: AsyncWebClient, *, fast_path: float = 1.0
 ) -> tuple[AsyncApp, Interactions]:
@@ -387,12 +410,8 @@ def build_app(
     through the client that watches for a revoked token
     (:class:`platforms.slack.client.WatchedClient`)."""
 
-    async def own_client(context: AsyncBoltContext, next: Callable[[], Awaitable[None]]) -> None:
-        context["client"] = client
-        await next()
-
     app = AsyncApp(
-        before_authorize=own_client,
+        before_authorize=OwnClient(client),
         client=client,
         request_verification_enabled=False,
         process_before_response=True,

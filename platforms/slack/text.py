@@ -19,6 +19,8 @@ from bridge.text import ELLIPSIS
 _ZWJ = "\u200d"
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,30}$")
 _GROUP_ID = re.compile(r"^S[A-Z0-9]{2,30}$")
+_JSON_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+"""The characters ``json.dumps(..., ensure_ascii=False)`` writes as escapes."""
 
 
 def escape(text: str) -> str:
@@ -27,7 +29,11 @@ def escape(text: str) -> str:
 
 
 def cost(text: str) -> int:
-    """What ``text`` (already escaped) adds to the block JSON, in UTF-16 code units."""
+    """What ``text`` (already escaped) adds to the block JSON, in UTF-16 code units: the text
+    itself when JSON escapes none of its characters (``json`` escapes exactly
+    :data:`_JSON_ESCAPED` when it keeps non-ASCII as it is), else its JSON encoding's."""
+    if _JSON_ESCAPED.search(text) is None:
+        return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
     return len(json.dumps(text, ensure_ascii=False).encode("utf-16-le")) // 2 - 2
 
 
