@@ -161,29 +161,36 @@ class Message:
 def embeds_cost(embeds: list[discord.Embed]) -> int:
     """What Discord counts against its 6000 characters: titles, descriptions, field names and
     values, footers and author names."""
-    total = 0
-    for embed in embeds:
-        texts = [embed.title, embed.description, embed.footer.text, embed.author.name]
-        texts += [f.name for f in embed.fields] + [f.value for f in embed.fields]
-        total += sum(units(t) for t in texts if t)
-    return total
+    return sum(sum(_units_of(embed)) for embed in embeds)
+
+
+def _units_of(embed: discord.Embed) -> tuple[int, int, int, int]:
+    """``embed``'s title, description and author name in UTF-16 units, and the rest it costs
+    (footer, fields): what :func:`fits` checks, each text counted once."""
+    author, footer = embed.author.name, embed.footer.text
+    rest = units(footer) if footer else 0
+    for field in embed.fields:
+        rest += units(field.name or "") + units(field.value or "")
+    return units(embed.title or ""), units(embed.description or ""), units(author or ""), rest
 
 
 def fits(message: Message) -> bool:
     """Whether ``message`` is within Discord's limits on text (counted in UTF-16 units, never
     fewer than Discord's count). The controls are within theirs by construction
     (:func:`message_view`)."""
-    texts = [
-        (message.content, MAX_CONTENT),
-        *((e.title, MAX_EMBED_TITLE) for e in message.embeds),
-        *((e.description, MAX_EMBED_DESCRIPTION) for e in message.embeds),
-        *((e.author.name, MAX_EMBED_AUTHOR) for e in message.embeds),
-    ]
-    return (
-        len(message.embeds) <= MAX_EMBEDS
-        and embeds_cost(message.embeds) <= EMBEDS_BUDGET
-        and all(units(text or "") <= most for text, most in texts)
-    )
+    if len(message.embeds) > MAX_EMBEDS or units(message.content or "") > MAX_CONTENT:
+        return False
+    total = 0
+    for embed in message.embeds:
+        title, description, author, rest = _units_of(embed)
+        if (
+            title > MAX_EMBED_TITLE
+            or description > MAX_EMBED_DESCRIPTION
+            or author > MAX_EMBED_AUTHOR
+        ):
+            return False
+        total += title + description + author + rest
+    return total <= EMBEDS_BUDGET
 
 
 def asker(record: AskRecord) -> str:

@@ -31,8 +31,10 @@ _ESCAPED = str.maketrans({char: "\\" + char for char in _MARKDOWN})
 
 
 def units(text: str) -> int:
-    """Length in UTF-16 code units (an astral character counts 2): at least Discord's count."""
-    return len(text.encode("utf-16-le")) // 2
+    """Length in UTF-16 code units (an astral character counts 2): at least Discord's count.
+    An ASCII text's is its length, known without encoding it (every rendering counts each of
+    its texts)."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
 
 
 def fit(text: str, limit: int, *, markdown: bool = False) -> str:
