@@ -65,4 +65,27 @@ def test_answer_to_resume_runs_with_a_busy_neighbour() -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "asks: 50, waiter and answerer in separate processes, a busy neighbour" in done.stdout
+    assert "each answer 2 ms after its wait began" in done.stdout
     assert "answer->resume        p50" in done.stdout
+
+
+def test_the_answer_waits_the_gap_asked_for_and_a_bad_gap_is_refused_in_words() -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "bench.engine_latency", "20", "--gap", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "asks: 20," in ran.stdout
+    assert "each answer 0 ms after its wait began" in ran.stdout
+    refused = subprocess.run(
+        [sys.executable, "-m", "bench.engine_latency", "20", "--gap", "soon"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == "--gap takes milliseconds, e.g. --gap 2"

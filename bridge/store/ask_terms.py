@@ -31,6 +31,15 @@ for 4,096 asks of four realistic questions, where their parsed question sets wou
 (a process holding 10,000 waiting calls keeps about 6 KB for each)."""
 
 
+KEPT_PARSED = 64
+"""Of those, the asks judged or heard created most recently are also kept parsed: a click on
+an ask created moments ago -- the common case, and a person's first click on it when this
+process heard the creation (``serve``: :meth:`~bridge.store.base.Store.learn_terms`) -- or a
+further click on an ask just judged then reaches Redis without parsing them first (26 us for
+four realistic questions, more with cold caches). At most 64 question sets without their
+descriptions: about 0.7 MB of four realistic questions each."""
+
+
 _DESCRIPTIONS = {"questions": {"questions": {"__all__": {"options": {"__all__": {"description"}}}}}}
 """What :meth:`AskTerms.packed` leaves out: every option's description."""
 
@@ -93,16 +102,21 @@ class TermsCache:
     """The terms of the asks this process saw last, at most ``size`` of them, least recently
     used dropped first, each kept packed (:meth:`AskTerms.packed`: parsing it back costs 7 us
     for a one-click ask and 26 us for four realistic questions, where the read it saves costs a
-    round trip and about 180 us of CPU). Never stale: terms do not change
+    round trip and about 180 us of CPU), the latest ``parsed`` of them (:data:`KEPT_PARSED`)
+    also as they are. Never stale: terms do not change
     after an ask is created, and an ask created anew under an id (:meth:`forget`) is created in
     this process or, past another's retention, under an id nobody reuses (ids are random).
     Thread-safe: a store is shared by the event loops of synchronous callers."""
 
-    def __init__(self, size: int = TERMS_CACHED) -> None:
+    def __init__(self, size: int = TERMS_CACHED, parsed: int = KEPT_PARSED) -> None:
         if size < 1:
             raise ValueError(f"size must be at least 1, not {size}")
+        if parsed < 0:
+            raise ValueError(f"parsed must be at least 0, not {parsed}")
         self.size = size
+        self.parsed = min(parsed, size)
         self._held: OrderedDict[str, str] = OrderedDict()
+        self._recent: OrderedDict[str, AskTerms] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -115,23 +129,50 @@ class TermsCache:
             if found is None:
                 return None
             self._held.move_to_end(ask_id)
-        return AskTerms.parsed(found)
+            terms = self._recent.get(ask_id)
+            if terms is not None:
+                self._recent.move_to_end(ask_id)
+                return terms
+        terms = AskTerms.parsed(found)
+        with self._lock:
+            if self._held.get(ask_id) is found:  # not forgotten nor put anew meanwhile
+                self._keep_parsed(ask_id, terms)
+        return terms
 
     def holds(self, ask_id: str) -> bool:
         """Whether the ask's terms are held (not counted as a use)."""
         with self._lock:
             return ask_id in self._held
 
-    def put(self, ask_id: str, terms: AskTerms) -> None:
-        """Hold the ask's terms, dropping the least recently used past ``size``."""
+    def put(self, ask_id: str, terms: AskTerms, *, ready: bool = False) -> None:
+        """Hold the ask's terms, dropping the least recently used past ``size``. ``ready``:
+        also keep them parsed (read back from what is held, as :meth:`get` would give them):
+        for a caller on no click's way -- a creation heard -- so the ask's first click does
+        not parse them."""
         packed = terms.packed()
+        kept = AskTerms.parsed(packed) if ready and self.parsed else None
         with self._lock:
             self._held[ask_id] = packed
             self._held.move_to_end(ask_id)
+            self._recent.pop(ask_id, None)
             while len(self._held) > self.size:
-                self._held.popitem(last=False)
+                gone, _ = self._held.popitem(last=False)
+                self._recent.pop(gone, None)
+            if kept is not None:
+                self._keep_parsed(ask_id, kept)
 
     def forget(self, ask_id: str) -> None:
         """Drop the ask's terms (it is being created)."""
         with self._lock:
             self._held.pop(ask_id, None)
+            self._recent.pop(ask_id, None)
+
+    def _keep_parsed(self, ask_id: str, terms: AskTerms) -> None:
+        """Keep ``terms`` parsed as the latest, dropping the least recent past ``parsed``
+        (under the lock)."""
+        if not self.parsed:
+            return
+        self._recent[ask_id] = terms
+        self._recent.move_to_end(ask_id)
+        while len(self._recent) > self.parsed:
+            self._recent.popitem(last=False)

@@ -200,7 +200,7 @@ class Connected(Store):
         except ValueError:  # pydantic's ValidationError among them
             log.debug("a message on %s is no ask's terms: dropped", self.keys.terms)
             return
-        self._terms_cache.put(ask_id, terms)
+        self._terms_cache.put(ask_id, terms, ready=True)  # parsed now, not on the first click
 
     # -- plumbing -----------------------------------------------------------------------------
 

@@ -182,3 +182,36 @@ async def test_a_click_leaves_the_trail_the_scripts_wrote(standalone: RedisServe
     finally:
         await client.aclose()
         await store.aclose()
+
+
+def test_the_latest_terms_are_kept_parsed_as_get_would_give_them_and_bounded() -> None:
+    """``ready`` keeps terms parsed from what is held (no descriptions), so ``get`` gives the
+    same terms whether it parses or not; at most ``parsed`` are kept so, the least recently
+    used dropped first, and terms dropped or forgotten are not kept parsed either."""
+    records = [new_record(n=4, answerers=(f"U{i}",)) for i in range(5)]
+    plain, ready = TermsCache(size=4, parsed=2), TermsCache(size=4, parsed=2)
+    for rec in records[:3]:
+        plain.put(rec.id, AskTerms.of(rec))
+        ready.put(rec.id, AskTerms.of(rec), ready=True)
+    for rec in records[:3]:
+        assert ready.get(rec.id) == plain.get(rec.id)
+        assert "Ask again tomorrow" in rec.model_dump_json()
+        kept = ready.get(rec.id)
+        assert kept is not None and all(
+            not o.description for q in kept.questions.questions for o in q.options
+        )
+    assert list(ready._recent) == [records[1].id, records[2].id]  # the two used last
+    again = ready.get(records[2].id)
+    assert again is ready.get(records[2].id)  # kept: not parsed anew
+    ready.forget(records[2].id)
+    assert records[2].id not in ready._recent and ready.get(records[2].id) is None
+    ready.put(records[3].id, AskTerms.of(records[3]))  # held packed only: parsed when asked
+    assert records[3].id not in ready._recent
+    for rec in records[3:]:
+        ready.put(rec.id, AskTerms.of(rec), ready=True)
+    ready.put(records[0].id, AskTerms.of(records[0]), ready=True)  # the fifth put: one dropped
+    assert len(ready) == 4 and len(ready._recent) == 2
+    assert set(ready._recent) <= set(ready._held)
+    assert TermsCache(size=3).parsed == 3 and TermsCache(parsed=0).get("x") is None
+    with pytest.raises(ValueError, match="at least 0"):
+        TermsCache(parsed=-1)

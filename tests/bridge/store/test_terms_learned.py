@@ -111,3 +111,39 @@ async def test_what_is_no_ask_on_the_channel_is_dropped_and_learned_terms_stand(
         assert not judging._terms_cache.holds(dropped)
     outsider = await judging.submit(rec.id, Responder(user_id="U2"), first_answer(rec))
     assert outsider.outcome is SubmitOutcome.NOT_ALLOWED
+
+
+def parses_counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts of terms parsed from now on (in any store of this process)."""
+    parsed: list[str] = []
+    original = AskTerms.parsed.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[AskTerms], text: str | bytes) -> AskTerms:
+        parsed.append(str(text))
+        terms: AskTerms = original(cls, text)
+        return terms
+
+    monkeypatch.setattr(AskTerms, "parsed", classmethod(counted))
+    return parsed
+
+
+async def test_the_first_click_on_an_ask_heard_created_parses_nothing_on_its_way(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hearing the creation parses the terms and keeps them parsed as a click judges them:
+    the click neither reads nor parses them, and is judged the same (who may answer)."""
+    creating, judging, _ = stores
+    await judging.learn_terms()
+    await judging.listening()
+    parsed = parses_counted(monkeypatch)
+    rec = new_record(answerers=("U1",))
+    await creating.create(rec)
+    await learned(judging, rec.id)
+    heard = len(parsed)
+    assert heard >= 1  # the creation's body, then what is kept of it
+    read = reads_counted(judging)
+    refused = await judging.submit(rec.id, Responder(user_id="U2"), first_answer(rec))
+    assert refused.outcome is SubmitOutcome.NOT_ALLOWED
+    taken = await judging.pick(rec.id, WHO, 0, 0)
+    assert taken.outcome is SubmitOutcome.ACCEPTED
+    assert (read, len(parsed)) == ([], heard)
