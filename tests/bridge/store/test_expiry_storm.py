@@ -6,6 +6,7 @@ on (a stopped process's), no body read for the platform."""
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from typing import Any
@@ -100,6 +101,35 @@ async def test_an_ask_created_without_the_platform_field_expires_alike(
             assert got is not None and got.status is AskStatus.EXPIRED and got.closed_at == at
             fields = await raw.hkeys(store.keys.rec(rec.id))
             assert Fields.PLATFORM not in fields and Fields.BODY in fields
+    finally:
+        await raw.aclose()
+        await store.aclose()
+
+
+async def test_the_platform_read_from_a_body_is_the_destinations_whatever_comes_before_it(
+    request: pytest.FixtureRequest,
+) -> None:
+    """The body search for the platform (an ask without the 'platform' field) stops at the first
+    '{"platform":"'; in a body whose fields come in another order -- a context object holding a
+    "platform" key before the destination -- that one is not the destination's, and the search
+    goes on to the destination's own."""
+    url = url_for("redis", request)
+    assert url is not None
+    store = RedisStore.from_url(url, prefix=f"order{secrets.token_hex(3)}")
+    raw = Redis.from_url(url, decode_responses=True)
+    try:
+        rec = new_record(expires_in=60).model_copy(update={"context": {"platform": "decoy"}})
+        await store.create(rec)
+        key = store.keys.rec(rec.id)
+        body = json.loads(await raw.hget(key, Fields.BODY))
+        reordered = {"context": body.pop("context"), **body}  # the decoy first
+        text = json.dumps(reordered, separators=(",", ":"))
+        assert text.index('{"platform":"decoy"') < text.index('"destination":{"platform":"memory"')
+        await raw.hset(key, Fields.BODY, text)
+        await raw.hdel(key, Fields.PLATFORM)  # as an earlier version: the body is searched
+        ended = await _drained(store, time.time() + 120)
+        assert [(e.ask_id, e.platform) for e in ended] == [(rec.id, "memory")]
+        assert await store.count_pending("memory") == 0
     finally:
         await raw.aclose()
         await store.aclose()
