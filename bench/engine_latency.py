@@ -20,6 +20,7 @@ made the p50 5.5x raw instead of 3.3x.
 from __future__ import annotations
 
 import asyncio
+import math
 import subprocess
 import sys
 import time
@@ -65,7 +66,9 @@ def gap_argument(argv: list[str]) -> float:
     try:
         ms = float(argv[at + 1])
     except (IndexError, ValueError):
-        sys.exit(f"{GAP_FLAG} takes milliseconds, e.g. {GAP_FLAG} 2")
+        ms = math.nan
+    if not 0 <= ms <= 1000:
+        sys.exit(f"{GAP_FLAG} takes milliseconds from 0 to 1000, e.g. {GAP_FLAG} 2")
     del argv[at : at + 2]
     return ms / 1000
 

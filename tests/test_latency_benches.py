@@ -80,12 +80,13 @@ def test_the_answer_waits_the_gap_asked_for_and_a_bad_gap_is_refused_in_words() 
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "asks: 20," in ran.stdout
     assert "each answer 0 ms after its wait began" in ran.stdout
-    refused = subprocess.run(
-        [sys.executable, "-m", "bench.engine_latency", "20", "--gap", "soon"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert refused.returncode == 1
-    assert refused.stderr.strip() == "--gap takes milliseconds, e.g. --gap 2"
+    for bad in (["soon"], ["-1"], ["inf"], ["nan"], []):
+        refused = subprocess.run(
+            [sys.executable, "-m", "bench.engine_latency", "20", "--gap", *bad],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert refused.returncode == 1, bad
+        assert refused.stderr.strip() == "--gap takes milliseconds from 0 to 1000, e.g. --gap 2"
