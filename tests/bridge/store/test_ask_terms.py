@@ -215,3 +215,27 @@ def test_the_latest_terms_are_kept_parsed_as_get_would_give_them_and_bounded() -
     assert TermsCache(size=3).parsed == 3 and TermsCache(parsed=0).get("x") is None
     with pytest.raises(ValueError, match="at least 0"):
         TermsCache(parsed=-1)
+
+
+def test_terms_made_anew_while_the_old_ones_were_parsed_are_the_ones_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``get`` parses outside the lock (a store is shared by threads): should the ask be made
+    anew meanwhile -- forgotten, its new terms put -- the old terms it parsed are not kept."""
+    cache = TermsCache()
+    old, new = new_record(answerers=("U_OLD",)), new_record(answerers=("U_NEW",))
+    cache.put(old.id, AskTerms.of(old))
+    parse = AskTerms.parsed.__func__  # type: ignore[attr-defined]
+
+    def parsed_while_made_anew(cls: type[AskTerms], text: str | bytes) -> AskTerms:
+        monkeypatch.setattr(AskTerms, "parsed", classmethod(parse))  # once
+        cache.forget(old.id)  # another thread creates the ask anew, between
+        cache.put(old.id, AskTerms.of(new))
+        terms: AskTerms = parse(cls, text)
+        return terms
+
+    monkeypatch.setattr(AskTerms, "parsed", classmethod(parsed_while_made_anew))
+    raced = cache.get(old.id)
+    assert raced is not None and raced.answerers == ("U_OLD",)  # what it read before
+    kept = cache.get(old.id)
+    assert kept is not None and kept.answerers == ("U_NEW",)
