@@ -55,14 +55,19 @@ def test_the_flag_and_the_count_are_read_wherever_the_flag_stands() -> None:
     assert busy.count(["b", "--busy"], 300) == 300
 
 
-def test_answer_to_resume_runs_with_a_busy_neighbour() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.engine_latency", "50", "--busy"],
+def latency(*args: str) -> subprocess.CompletedProcess[str]:
+    """``bench.engine_latency`` run with ``args``, as from the repository's root."""
+    return subprocess.run(
+        [sys.executable, "-m", "bench.engine_latency", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_answer_to_resume_runs_with_a_busy_neighbour() -> None:
+    done = latency("50", "--busy")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "asks: 50, waiter and answerer in separate processes, a busy neighbour" in done.stdout
     assert "each answer 2 ms after its wait began" in done.stdout
@@ -70,23 +75,11 @@ def test_answer_to_resume_runs_with_a_busy_neighbour() -> None:
 
 
 def test_the_answer_waits_the_gap_asked_for_and_a_bad_gap_is_refused_in_words() -> None:
-    ran = subprocess.run(
-        [sys.executable, "-m", "bench.engine_latency", "20", "--gap", "0"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    ran = latency("20", "--gap", "0")
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "asks: 20," in ran.stdout
     assert "each answer 0 ms after its wait began" in ran.stdout
     for bad in (["soon"], ["-1"], ["inf"], ["nan"], []):
-        refused = subprocess.run(
-            [sys.executable, "-m", "bench.engine_latency", "20", "--gap", *bad],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        refused = latency("20", "--gap", *bad)
         assert refused.returncode == 1, bad
         assert refused.stderr.strip() == "--gap takes milliseconds from 0 to 1000, e.g. --gap 2"
