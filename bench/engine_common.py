@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from bench.question_texts import four_question_dicts
+from bridge.mcp_access import is_loopback
 from bridge.models import (
     MAX_DESCRIPTION,
     MAX_HEADER,
@@ -29,6 +31,9 @@ from bridge.models import (
 )
 from bridge.poster import Poster
 from bridge.record import AskRecord, Destination, MessageRef
+from bridge.redis_probe import probe
+from bridge.settings import redacted
+from bridge.store.terms import StoreUnavailable
 from bridge.validation import MAX_BYTES
 from tests.support.redis_server import redis_server
 
@@ -87,11 +92,40 @@ def before_argument(args: list[str], default: str) -> str | None:
     return None if rev == "none" else rev
 
 
+def loopback_hosts(url: str) -> list[str]:
+    """The hosts of a Redis URL (every Sentinel's too) that are not this machine's loopback;
+    none for a Unix socket."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return []
+    hosts = parts.netloc.rpartition("@")[2].split(",")
+    names = [urlsplit(f"//{host}").hostname or "" for host in hosts]
+    return [name for name in names if not is_loopback(name)]
+
+
+def checked_redis_url(url: str) -> str:
+    """``url`` once it names a Redis on this machine that answers: else exits with one line
+    (status 1). A bench talks only to loopback, so another host is refused before any
+    connection is made."""
+    elsewhere = loopback_hosts(url)
+    if elsewhere:
+        sys.exit(
+            f"REDIS_URL={redacted(url)} names {', '.join(elsewhere)}: the benches talk only to "
+            "this machine (a Redis on 127.0.0.1, ::1, localhost or a Unix socket)"
+        )
+    try:
+        asyncio.run(probe(url))
+    except StoreUnavailable as exc:
+        sys.exit(str(exc))
+    return url
+
+
 @contextmanager
 def server_url() -> Iterator[str]:
-    """``REDIS_URL`` if set, else a fresh local server for this run."""
+    """``REDIS_URL`` if set (:func:`checked_redis_url`), else a fresh local server for this
+    run."""
     if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
+        yield checked_redis_url(os.environ["REDIS_URL"])
         return
     with tempfile.TemporaryDirectory() as tmp, redis_server(Path(tmp)) as server:
         yield server.url
